@@ -1,0 +1,31 @@
+//! dlp-core: the vocabulary shared by every dlp crate.
+//!
+//! * [`Space`]: the state space of a model — `d` coordinates sharing one value list
+//!   (binary, spin, categorical or ordinal). States are stored as index vectors
+//!   `c ∈ {0..K−1}^d` (`u32` per coordinate); for binary and spin models the index *is*
+//!   the binary coordinate `x = (s + 1)/2`.
+//! * [`Target`]: an unnormalised log-density `f` and its gradient, for a batch of states.
+//! * [`Sampler`] / [`Chains`]: a kernel is `start` (init, caching `f` and `∇f`) plus
+//!   `step` (one transition of every chain, returning a [`StepInfo`] per chain).
+//! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
+//! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
+//! * [`stats`]: ESS, running means and other diagnostics.
+//!
+//! Vocabulary used in every doc comment: `log_density` = f(x) (log of the unnormalised
+//! density, uphill is better), `grad` = ∇f(x) with respect to the sampler's coordinates,
+//! `step_size` = α of the paper, `n_changed` = coordinates a step changed.
+
+pub mod math;
+pub mod rng;
+pub mod run;
+pub mod sampler;
+pub mod space;
+pub mod stats;
+pub mod target;
+pub mod testing;
+
+pub use rng::{ChainRng, chain_rng, chain_rngs, setup_rng};
+pub use run::{Observer, RunOptions, RunOutput, StepContext, run_chains};
+pub use sampler::{Chains, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
+pub use space::{DomainKind, Space};
+pub use target::{DataTarget, Target};

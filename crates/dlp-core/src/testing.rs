@@ -1,0 +1,205 @@
+//! Small reference targets written for clarity, used by every crate's tests (and the exact
+//! suite). They are obviously correct transcriptions of their formulas, not fast.
+
+use crate::space::{DomainKind, Space};
+use crate::target::Target;
+
+/// f(x) = xᵀ W x + bᵀ x on the sampler coordinates (bits for binary/spin, values for
+/// ordinal), W any d × d matrix (the diagonal counts, spec pitfall P9), with
+/// ∇f = (W + Wᵀ) x + b. Spec §4.3 and §4.6 are instances.
+#[derive(Clone, Debug)]
+pub struct Quadratic {
+    space: Space,
+    /// W, d × d row-major.
+    pub w: Vec<f64>,
+    /// b, length d.
+    pub b: Vec<f64>,
+}
+
+impl Quadratic {
+    /// Builds the target; panics on shape mismatch or a categorical space (test helper).
+    pub fn new(space: Space, w: Vec<f64>, b: Vec<f64>) -> Self {
+        assert_ne!(space.kind, DomainKind::Categorical, "use PairwiseCategorical");
+        assert_eq!(w.len(), space.d * space.d);
+        assert_eq!(b.len(), space.d);
+        Quadratic { space, w, b }
+    }
+
+    /// The 3-variable binary model of spec §4.3.
+    pub fn spec_tiny() -> Self {
+        Quadratic::new(
+            Space::binary(3),
+            vec![0.0, 0.8, -0.6, 0.8, 0.0, 0.5, -0.6, 0.5, 0.0],
+            vec![0.3, -0.7, 0.25],
+        )
+    }
+
+    fn coords(&self, x: &[u32]) -> Vec<f64> {
+        x.iter().map(|&c| self.space.coordinate(c)).collect()
+    }
+
+    fn f(&self, v: &[f64]) -> f64 {
+        let d = self.space.d;
+        let mut f = 0.0;
+        for i in 0..d {
+            f += self.b[i] * v[i];
+            for j in 0..d {
+                f += v[i] * self.w[i * d + j] * v[j];
+            }
+        }
+        f
+    }
+}
+
+impl Target for Quadratic {
+    fn space(&self) -> &Space {
+        &self.space
+    }
+
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        for (row, o) in xs.chunks(self.space.d).zip(out.iter_mut()) {
+            *o = self.f(&self.coords(row));
+        }
+    }
+
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        let d = self.space.d;
+        for ((row, o), g) in xs.chunks(d).zip(log_density.iter_mut()).zip(grad.chunks_mut(d)) {
+            let v = self.coords(row);
+            *o = self.f(&v);
+            for i in 0..d {
+                g[i] = self.b[i] + (0..d).map(|j| (self.w[i * d + j] + self.w[j * d + i]) * v[j]).sum::<f64>();
+            }
+        }
+    }
+}
+
+/// f(c) = Σ_i h_i[c_i] + Σ_{i<j} C_ij[c_i, c_j] on a categorical space, differentiated with
+/// respect to the one-hot matrix: ∂f/∂e_i[k] = h_i[k] + Σ_{j≠i} C_ij[k, c_j]. f is linear in
+/// each one-hot block, so this is the natural (multilinear) extension. Spec §4.5 is an
+/// instance.
+#[derive(Clone, Debug)]
+pub struct PairwiseCategorical {
+    space: Space,
+    /// h, d × K row-major.
+    pub h: Vec<f64>,
+    /// C_ij[k, l] for i < j, stored at ((i·d + j)·K + k)·K + l; entries with i ≥ j are unused.
+    pub c: Vec<f64>,
+}
+
+impl PairwiseCategorical {
+    /// Builds the target from `h` (d × K) and pair tables; panics on shape mismatch.
+    pub fn new(d: usize, k: usize, h: Vec<f64>, pairs: &[(usize, usize, Vec<f64>)]) -> Self {
+        assert_eq!(h.len(), d * k);
+        let mut c = vec![0.0; d * d * k * k];
+        for (i, j, t) in pairs {
+            assert!(i < j && *j < d && t.len() == k * k);
+            c[(i * d + j) * k * k..(i * d + j + 1) * k * k].copy_from_slice(t);
+        }
+        PairwiseCategorical { space: Space::categorical(d, k), h, c }
+    }
+
+    /// The 2-coordinate, 3-class model of spec §4.5.
+    pub fn spec_small() -> Self {
+        PairwiseCategorical::new(
+            2,
+            3,
+            vec![0.5, -0.3, 0.1, -0.2, 0.4, 0.0],
+            &[(0, 1, vec![1.0, -0.5, 0.2, -0.4, 0.6, 0.0, 0.3, 0.0, -0.8])],
+        )
+    }
+
+    fn pair(&self, i: usize, j: usize, ci: u32, cj: u32) -> f64 {
+        let (d, k) = (self.space.d, self.space.k());
+        if i < j {
+            self.c[((i * d + j) * k + ci as usize) * k + cj as usize]
+        } else {
+            self.c[((j * d + i) * k + cj as usize) * k + ci as usize]
+        }
+    }
+
+    fn f(&self, x: &[u32]) -> f64 {
+        let (d, k) = (self.space.d, self.space.k());
+        let mut f = 0.0;
+        for i in 0..d {
+            f += self.h[i * k + x[i] as usize];
+            for j in i + 1..d {
+                f += self.pair(i, j, x[i], x[j]);
+            }
+        }
+        f
+    }
+}
+
+impl Target for PairwiseCategorical {
+    fn space(&self) -> &Space {
+        &self.space
+    }
+
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        for (row, o) in xs.chunks(self.space.d).zip(out.iter_mut()) {
+            *o = self.f(row);
+        }
+    }
+
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        let (d, k) = (self.space.d, self.space.k());
+        for ((row, o), g) in xs.chunks(d).zip(log_density.iter_mut()).zip(grad.chunks_mut(d * k)) {
+            *o = self.f(row);
+            for i in 0..d {
+                for v in 0..k {
+                    let mut gi = self.h[i * k + v];
+                    for j in (0..d).filter(|&j| j != i) {
+                        gi += self.pair(i, j, v as u32, row[j]);
+                    }
+                    g[i * k + v] = gi;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_tiny_log_densities_match_spec_4_3() {
+        let t = Quadratic::spec_tiny();
+        let expect = [0.0, 0.25, -0.7, 0.55, 0.3, -0.65, 1.2, 1.25];
+        let mut x = [0u32; 3];
+        for (s, e) in expect.iter().enumerate() {
+            t.space().state_of_index(s as u64, &mut x);
+            assert!((t.log_density(&x) - e).abs() < 1e-12, "state {s}");
+        }
+        let mut g = [0.0; 3];
+        t.log_density_grad(&[1, 1, 0], &mut g);
+        assert!((g[0] - 1.9).abs() < 1e-12 && (g[1] - 0.9).abs() < 1e-12 && (g[2] - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn spec_small_categorical_matches_spec_4_5() {
+        let t = PairwiseCategorical::spec_small();
+        let expect = [1.3, 0.4, 0.7, -0.9, 0.7, -0.3, 0.2, 0.5, -0.7];
+        let mut x = [0u32; 2];
+        for (s, e) in expect.iter().enumerate() {
+            t.space().state_of_index(s as u64, &mut x);
+            assert!((t.log_density(&x) - e).abs() < 1e-12, "state {s}");
+        }
+        // Gradient w.r.t. e1 at (0,0) is h1 + C e2 = (1.5, -0.7, 0.4).
+        let mut g = [0.0; 6];
+        t.log_density_grad(&[0, 0], &mut g);
+        assert!((g[0] - 1.5).abs() < 1e-12 && (g[1] + 0.7).abs() < 1e-12 && (g[2] - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn default_coordinate_deltas_agree_with_direct_differences() {
+        let t = Quadratic::spec_tiny();
+        let mut out = [0.0; 3];
+        t.flip_deltas(&[0, 1, 0], &mut out);
+        let f0 = t.log_density(&[0, 1, 0]);
+        for (i, y) in [[1, 1, 0], [0, 0, 0], [0, 1, 1]].iter().enumerate() {
+            assert!((out[i] - (t.log_density(y) - f0)).abs() < 1e-12);
+        }
+    }
+}
