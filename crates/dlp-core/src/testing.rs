@@ -27,11 +27,7 @@ impl Quadratic {
 
     /// The 3-variable binary model of spec §4.3.
     pub fn spec_tiny() -> Self {
-        Quadratic::new(
-            Space::binary(3),
-            vec![0.0, 0.8, -0.6, 0.8, 0.0, 0.5, -0.6, 0.5, 0.0],
-            vec![0.3, -0.7, 0.25],
-        )
+        Quadratic::new(Space::binary(3), vec![0.0, 0.8, -0.6, 0.8, 0.0, 0.5, -0.6, 0.5, 0.0], vec![0.3, -0.7, 0.25])
     }
 
     fn coords(&self, x: &[u32]) -> Vec<f64> {
