@@ -1,1 +1,146 @@
-//! placeholder
+//! Shared plumbing of the `dlp` binary: the error type that fixes exit codes, one-line error
+//! messages, atomic file writes and progress bars. Each subcommand lives in its own module
+//! of the binary (`src/<subcommand>.rs`) and returns [`CliError`].
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why a subcommand failed; decides the exit code (`gof.md` §10.5).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CliError {
+    /// Bad input or impossible parameters: exit 2. The text is what follows `error: `.
+    Input(String),
+    /// A bug or an unexpected system failure: exit 1.
+    Internal(String),
+}
+
+impl CliError {
+    /// Bad-input error from anything printable.
+    pub fn input(message: impl fmt::Display) -> Self {
+        CliError::Input(message.to_string())
+    }
+
+    /// Internal error from anything printable.
+    pub fn internal(message: impl fmt::Display) -> Self {
+        CliError::Internal(message.to_string())
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Input(_) => 2,
+            CliError::Internal(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Input(m) => write!(f, "{}", one_line(m)),
+            CliError::Internal(m) => write!(f, "internal error: {}", one_line(m)),
+        }
+    }
+}
+
+/// Joins a multi-line message into one line, so that every failure prints exactly one line.
+pub fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Turns a clap error's rendering (`error: …\n\n  --model <MODEL>\n\nUsage: …`) into the text
+/// of a single `error:` line: the part before the usage block, joined on one line.
+pub fn clap_error_text(rendered: &str) -> String {
+    let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
+    let body = body.split("\nFor more information").next().unwrap_or(body);
+    let text = one_line(body);
+    text.strip_prefix("error:").map(str::trim).unwrap_or(&text).to_string()
+}
+
+/// The directory a file will be written into (`.` for a bare file name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Checks, before any work is done, that `path` can be written atomically: its directory
+/// exists and accepts a temporary file, and `path` is not a directory. The flag name
+/// (`--out`) goes into the message.
+pub fn check_writable(flag: &str, path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::Input(format!("{flag} {}: is a directory", path.display())));
+    }
+    let dir = parent_dir(path);
+    tempfile::NamedTempFile::new_in(&dir)
+        .map(drop)
+        .map_err(|e| CliError::Input(format!("{flag} {}: cannot write there: {}", path.display(), io_reason(&e))))
+}
+
+/// The OS reason of an I/O error without the `(os error N)` suffix.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed, then
+/// renamed over `path`, so readers never see a partial file and a failure leaves no file.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// A progress bar on stderr counting `len` units; hidden with `quiet` and, by indicatif,
+/// whenever stderr is not a terminal (so scripts and tests see no progress output).
+pub fn progress_bar(len: u64, message: &str, quiet: bool) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template("{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line_without_usage() {
+        let rendered = "error: the following required arguments were not provided:\n  --model <MODEL>\n\nUsage: dlp sample --model <MODEL>\n\nFor more information, try '--help'.\n";
+        assert_eq!(clap_error_text(rendered), "the following required arguments were not provided: --model <MODEL>");
+    }
+
+    #[test]
+    fn atomic_write_leaves_only_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        atomic_write(&path, b"one").unwrap();
+        atomic_write(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn unwritable_places_are_input_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no/such/dir/out.csv");
+        let err = check_writable("--out", &missing).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().starts_with("--out "), "{err}");
+        assert!(check_writable("--out", dir.path()).is_err());
+        assert!(check_writable("--out", &dir.path().join("ok.csv")).is_ok());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

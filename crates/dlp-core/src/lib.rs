@@ -10,11 +10,13 @@
 //! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
 //! * [`stats`]: ESS, running means and other diagnostics.
+//! * [`diagnostics`]: rank-normalised split R-hat, bulk and tail ESS (as ArviZ).
 //!
 //! Vocabulary used in every doc comment: `log_density` = f(x) (log of the unnormalised
 //! density, uphill is better), `grad` = ∇f(x) with respect to the sampler's coordinates,
 //! `step_size` = α of the paper, `n_changed` = coordinates a step changed.
 
+pub mod diagnostics;
 pub mod math;
 pub mod rng;
 pub mod run;

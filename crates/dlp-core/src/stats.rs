@@ -57,6 +57,32 @@ impl RunningMean {
         let n = self.count.max(1) as f64;
         self.sums.iter().map(move |s| s / n)
     }
+
+    /// Σ over chains and coordinates of (running mean − `truth[coordinate]`)², the numerator
+    /// of the RMSE of running means against exact expectations (spec §3.2: RMSE over
+    /// chains × sites). `truth` has one entry per coordinate; `sums` is `n_chains × d`.
+    pub fn squared_error_sum(&self, truth: &[f64]) -> f64 {
+        let d = truth.len().max(1);
+        self.means().enumerate().map(|(k, m)| (m - truth[k % d]).powi(2)).sum()
+    }
+}
+
+/// Natural log of the root mean square given a sum of squares over `count` entries.
+pub fn log_rmse(squared_error_sum: f64, count: usize) -> f64 {
+    0.5 * (squared_error_sum / count as f64).ln()
+}
+
+/// The `q`-quantile (0 ≤ q ≤ 1) of `values` with linear interpolation between order
+/// statistics (numpy's default, "type 7"); NaN for an empty slice. NaNs sort last.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
 #[cfg(test)]
@@ -78,5 +104,26 @@ mod tests {
         let s: Vec<f64> = (0..1000).map(|i| if (i / 10) % 2 == 0 { 1.0 } else { 0.0 }).collect();
         let e = ess_tfp(&s);
         assert!(e > 1.0 && e < 200.0, "{e}");
+    }
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        // numpy.quantile([1, 2, 3, 4], [0, .25, .5, .75, 1]) = 1, 1.75, 2.5, 3.25, 4.
+        let v = [4.0, 1.0, 3.0, 2.0];
+        let got: Vec<f64> = [0.0, 0.25, 0.5, 0.75, 1.0].iter().map(|&q| quantile(&v, q)).collect();
+        assert_eq!(got, vec![1.0, 1.75, 2.5, 3.25, 4.0]);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn squared_errors_of_running_means_against_a_truth_vector() {
+        // Two chains, d = 2, states (0,1) and (1,1) then (1,1) and (1,0) as ±1 spins:
+        // chain 0 means (0, 1), chain 1 means (1, 0); truth (0.5, 0.5) → 4 × 0.25 = 1.
+        let mut rm = RunningMean::new(4);
+        let spin = |c: u32| 2.0 * c as f64 - 1.0;
+        rm.add(&[0, 1, 1, 1], spin);
+        rm.add(&[1, 1, 1, 0], spin);
+        assert!((rm.squared_error_sum(&[0.5, 0.5]) - 1.0).abs() < 1e-12);
+        assert!((log_rmse(1.0, 4) - 0.5f64.ln()).abs() < 1e-12);
     }
 }

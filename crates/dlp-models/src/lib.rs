@@ -1,1 +1,32 @@
-//! placeholder
+//! dlp-models: the model zoo and its files.
+//!
+//! * Models ([`IsingModel`], [`PottsModel`], [`Rbm`], [`CategoricalModel`], [`TableModel`]),
+//!   each a [`dlp_core::Target`] with the gradient conventions of `model-file.md`: bits for
+//!   binary/spin (∂ℓ/∂bit = 2 ∂ℓ/∂s for spin), the one-hot matrix for categorical kinds.
+//! * [`Model`]: any of them, as read from a `dlp.model.v1` file by [`load_model`] /
+//!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`].
+//! * [`samples`]: the samples file grammar of `gof.md` §10.2 (read and atomic write).
+//!
+//! Errors display as the `gof.md` §10.5 lines without the leading `error: `.
+
+pub mod categorical;
+pub mod couplings;
+pub mod error;
+pub mod file;
+pub mod ising;
+pub mod model;
+pub mod potts;
+pub mod rbm;
+pub mod samples;
+pub mod table;
+
+pub use categorical::CategoricalModel;
+pub use couplings::{Couplings, LatticeSpec};
+pub use error::ModelError;
+pub use file::{Format, load_model, parse_model_str};
+pub use ising::IsingModel;
+pub use model::{MODEL_SCHEMA, Model};
+pub use potts::PottsModel;
+pub use rbm::Rbm;
+pub use samples::{Delimiter, RealMatrix, Samples, SamplesError, read_real_matrix, read_samples, write_samples};
+pub use table::TableModel;

@@ -15,7 +15,14 @@
 //! Adding a sampler: one file implementing `dlp_core::Sampler` (+ `ExactKernel`) and one
 //! line in [`registry::REGISTRY`].
 
+pub mod block_gibbs;
+pub mod dlp;
+pub mod gibbs;
+pub mod gwg;
+pub mod hamming_ball;
+pub mod locally_balanced;
 pub mod proposal;
 pub mod registry;
+pub mod sgdlp;
 
 pub use registry::{SamplerParams, build_sampler, sampler_names};

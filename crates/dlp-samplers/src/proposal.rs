@@ -29,3 +29,10 @@ pub fn sample_logits(logits: &[f64], rng: &mut ChainRng) -> usize {
     // Rounding left u ≥ 0: return the last index with positive weight.
     logits.iter().rposition(|&l| l > f64::NEG_INFINITY).unwrap_or(0)
 }
+
+/// min(1, e^A): the probability with which [`mh_accept`] accepts a log ratio A (0 for NaN).
+/// Exact transition rows use it so that they match what `mh_accept` does.
+#[inline]
+pub fn accept_prob(log_ratio: f64) -> f64 {
+    if log_ratio.is_nan() { 0.0 } else { log_ratio.min(0.0).exp() }
+}

@@ -50,6 +50,18 @@ pub type Entry = (&'static str, &'static [usize], &'static str, Constructor);
 /// Every sampler family of dlp. Add a sampler here with one line.
 pub const REGISTRY: &[Entry] = &[
     // (stem, integer-part counts, usage, constructor)
+    ("dula", &[0], "dula", crate::dlp::construct),
+    ("dmala", &[0], "dmala", crate::dlp::construct),
+    ("pdula", &[0], "pdula", crate::dlp::construct),
+    ("pdmala", &[0], "pdmala", crate::dlp::construct),
+    ("sg-dula", &[0], "sg-dula", crate::sgdlp::construct),
+    ("gibbs", &[0], "gibbs", crate::gibbs::Gibbs::build_random),
+    ("gibbs-sweep", &[0], "gibbs-sweep", crate::gibbs::Gibbs::build_sweep),
+    ("gwg", &[0, 1], "gwg | gwg-<k>", crate::gwg::Gwg::build),
+    ("lb", &[0], "lb", crate::locally_balanced::LocallyBalanced::build),
+    ("bg", &[1], "bg-<k>", crate::block_gibbs::BlockGibbs::build),
+    ("block-gibbs", &[0], "block-gibbs", crate::block_gibbs::RbmBlockGibbs::build),
+    ("hb", &[2], "hb-<L>-<r>", crate::hamming_ball::HammingBall::build),
 ];
 
 /// The usage forms of every registered sampler, for help and error messages.

@@ -1,0 +1,205 @@
+//! `dlp sample`: run chains of a named sampler on a model file; write the final state of
+//! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
+//! optionally, every kept state with its chain and step.
+
+use dlp_cli::{CliError, atomic_write, check_writable, io_reason, progress_bar};
+use dlp_core::{Observer, RunOptions, Space, StepContext, StepInfo, run_chains, setup_rng};
+use dlp_samplers::{SamplerParams, build_sampler};
+use rand::RngExt;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// How the chains start.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// Every coordinate uniform over its values, drawn from setup stream 0 of `--seed`.
+    Random,
+    /// Every coordinate at the first value of its value list (−1 for spin, 0 for binary).
+    Zeros,
+}
+
+/// Arguments of `dlp sample`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Model file (`dlp.model.v1`, JSON or TOML).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// Sampler name: dula, dmala, pdula, pdmala, sg-dula, gibbs, gibbs-sweep, bg-<k>,
+    /// block-gibbs, hb-<L>-<r>, gwg, gwg-<k>, lb.
+    #[arg(long)]
+    pub sampler: String,
+    /// Step size α of DLP samplers, in {0,1} units for binary and spin models.
+    #[arg(long, allow_negative_numbers = true)]
+    pub step_size: Option<f64>,
+    /// Diagonal preconditioner h_1,…,h_d of pdula/pdmala.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "H1,H2,…")]
+    pub preconditioner: Option<Vec<f64>>,
+    /// Minibatch size of stochastic-gradient samplers.
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Number of independent chains.
+    #[arg(long)]
+    pub chains: usize,
+    /// Steps per chain.
+    #[arg(long)]
+    pub steps: usize,
+    /// Steps discarded from the trace.
+    #[arg(long, default_value_t = 0)]
+    pub burn_in: usize,
+    /// Keep every T-th step after burn-in in the trace.
+    #[arg(long, default_value_t = 1)]
+    pub thin: usize,
+    /// Master seed: chain j uses stream j+1, the initial states stream 0.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads (0 = one per core). Results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Initial states.
+    #[arg(long, value_enum, default_value_t = Init::Random)]
+    pub init: Init,
+    /// Output file for the final states (one row per chain, header x0,x1,…).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Output file for every kept state (columns chain,step,x0,x1,…).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Checks the numeric arguments that do not need the model.
+fn check_args(args: &Args) -> Result<(), CliError> {
+    if let Some(a) = args.step_size
+        && !(a.is_finite() && a > 0.0)
+    {
+        return Err(CliError::Input(format!("--step-size must be a finite number > 0, got {a}")));
+    }
+    if args.chains == 0 {
+        return Err(CliError::input("--chains must be at least 1"));
+    }
+    if args.thin == 0 {
+        return Err(CliError::input("--thin must be at least 1"));
+    }
+    if args.batch_size == Some(0) {
+        return Err(CliError::input("--batch-size must be at least 1"));
+    }
+    if args.trace.as_ref() == Some(&args.out) {
+        return Err(CliError::input("--trace and --out name the same file"));
+    }
+    Ok(())
+}
+
+/// The initial batch, `chains × d` indices.
+fn initial_states(space: &Space, chains: usize, init: Init, seed: u64) -> Vec<u32> {
+    match init {
+        Init::Zeros => vec![0; chains * space.d],
+        Init::Random => {
+            let mut rng = setup_rng(seed);
+            let k = space.k() as u32;
+            (0..chains * space.d).map(|_| rng.random_range(0..k)).collect()
+        }
+    }
+}
+
+/// One task's view: advances the progress bar and keeps the traced states.
+struct SampleObserver {
+    bar: indicatif::ProgressBar,
+    n_chains: usize,
+    pending: u64,
+    keep: Option<(usize, usize)>,
+    kept_steps: Vec<usize>,
+    kept_states: Vec<u32>,
+}
+
+impl Observer for SampleObserver {
+    fn observe(&mut self, ctx: &StepContext, positions: &[u32], _info: &[StepInfo]) {
+        // The bar is shared by all tasks; batching increments keeps it off the hot path.
+        self.pending += self.n_chains as u64;
+        if self.pending >= 4096 {
+            self.bar.inc(self.pending);
+            self.pending = 0;
+        }
+        if let Some((burn_in, thin)) = self.keep
+            && ctx.step > burn_in
+            && (ctx.step - burn_in) % thin == 0
+        {
+            self.kept_steps.push(ctx.step);
+            self.kept_states.extend_from_slice(positions);
+        }
+    }
+}
+
+/// Runs `dlp sample`.
+pub fn run(args: Args) -> Result<(), CliError> {
+    check_args(&args)?;
+    let params = SamplerParams {
+        step_size: args.step_size,
+        preconditioner: args.preconditioner.clone(),
+        batch_size: args.batch_size,
+    };
+    let sampler = build_sampler(&args.sampler, &params).map_err(CliError::input)?;
+    let model = dlp_models::load_model(&args.model).map_err(CliError::input)?;
+    check_writable("--out", &args.out)?;
+    if let Some(trace) = &args.trace {
+        check_writable("--trace", trace)?;
+    }
+    let target: &dyn dlp_core::Target = &model;
+    let space = target.space().clone();
+    let d = space.d;
+    let x0 = initial_states(&space, args.chains, args.init, args.seed);
+    let bar = progress_bar((args.chains * args.steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
+    let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
+    let keep = args.trace.as_ref().map(|_| (args.burn_in, args.thin));
+    let output = run_chains(sampler.as_ref(), target, &x0, args.steps, &options, |_, n| SampleObserver {
+        bar: bar.clone(),
+        n_chains: n,
+        pending: 0,
+        keep,
+        kept_steps: Vec::new(),
+        kept_states: Vec::new(),
+    })
+    .map_err(CliError::input)?;
+    bar.finish_and_clear();
+
+    if let Some(trace) = &args.trace {
+        let text = trace_csv(&space, &output.observers);
+        atomic_write(trace, text.as_bytes())
+            .map_err(|e| CliError::Input(format!("--trace {}: cannot write: {}", trace.display(), io_reason(&e))))?;
+    }
+    debug_assert_eq!(output.final_states.len(), args.chains * d);
+    if let Err(e) = dlp_models::write_samples(&args.out, &space, &output.final_states, true) {
+        // No partial output: the trace goes too if the final states cannot be written.
+        if let Some(trace) = &args.trace {
+            let _ = std::fs::remove_file(trace);
+        }
+        return Err(CliError::Input(format!("--out {}: cannot write: {}", args.out.display(), io_reason(&e))));
+    }
+    Ok(())
+}
+
+/// The trace as CSV: header `chain,step,x0,…`, rows ordered by chain then step, user values.
+fn trace_csv(space: &Space, observers: &[SampleObserver]) -> String {
+    let d = space.d;
+    let mut out = String::from("chain,step");
+    for i in 0..d {
+        let _ = write!(out, ",x{i}");
+    }
+    out.push('\n');
+    let mut chain = 0;
+    for obs in observers {
+        for j in 0..obs.n_chains {
+            for (k, step) in obs.kept_steps.iter().enumerate() {
+                let row = &obs.kept_states[(k * obs.n_chains + j) * d..(k * obs.n_chains + j + 1) * d];
+                let _ = write!(out, "{chain},{step}");
+                for &c in row {
+                    let _ = write!(out, ",{}", space.value(c));
+                }
+                out.push('\n');
+            }
+            chain += 1;
+        }
+    }
+    out
+}

@@ -1,0 +1,48 @@
+//! dlp-learn: learning with dlp samplers, and the metrics of the learning experiments.
+//!
+//! * [`adam`]: the Adam optimiser (PyTorch's defaults and bias correction), which both
+//!   experiments of `../shared/specs/reproduction.md` §3.3–3.4 use.
+//! * [`rbm`]: a Bernoulli RBM's parameters, batched block Gibbs through matrix products, and
+//!   CD-k training exactly as §3.3 (the RBM whose samples Fig. 4 compares).
+//! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
+//!   changes every iteration, data from a lattice Ising by systematic-scan Gibbs, and
+//!   persistent contrastive divergence driven by any [`dlp_core::Sampler`] (§3.4, Fig. 5).
+//! * [`mmd`]: MMD² (biased V-statistic) with the kernel exp(−Hamming/D) (§3.3, P12).
+
+pub mod adam;
+pub mod mmd;
+pub mod pcd;
+pub mod rbm;
+
+pub use adam::Adam;
+pub use mmd::{MmdReference, mmd2_hamming_v};
+
+/// Errors of the learning code; each names the parameter and its value.
+#[derive(Debug, thiserror::Error)]
+pub enum LearnError {
+    /// A configuration value is out of range.
+    #[error("{name} = {value}: {message}")]
+    BadParameter {
+        /// The parameter.
+        name: &'static str,
+        /// Its value, printed.
+        value: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The sampler refused the target or the states.
+    #[error("sampler: {0}")]
+    Sampler(#[from] dlp_core::SamplerError),
+    /// Writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+pub(crate) fn bad(name: &'static str, value: impl std::fmt::Display, message: &str) -> LearnError {
+    LearnError::BadParameter { name, value: value.to_string(), message: message.to_string() }
+}

@@ -1,0 +1,444 @@
+//! Reading `dlp.model.v1` files (`gof.md` §10.3): JSON or TOML by extension, same keys.
+//!
+//! Both formats are first turned into a `serde_json::Value` (TOML non-finite floats are rejected
+//! on the way, since JSON cannot hold them) and then validated by hand, so that every message
+//! names the key, the position in it and the offending value.
+
+use crate::categorical::CategoricalModel;
+use crate::couplings::Couplings;
+use crate::error::ModelError;
+use crate::ising::IsingModel;
+use crate::model::{MODEL_SCHEMA, Model};
+use crate::potts::{PottsModel, check_space_values};
+use crate::rbm::Rbm;
+use crate::table::TableModel;
+use dlp_core::{DomainKind, Space};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// Model file format, chosen by extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `.json`
+    Json,
+    /// `.toml`
+    Toml,
+}
+
+impl Format {
+    /// The format of `path` from its extension (`.json` or `.toml`, case-insensitive).
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "json" => Some(Format::Json),
+            "toml" => Some(Format::Toml),
+            _ => None,
+        }
+    }
+}
+
+/// Loads and validates a model file; errors display as `gof.md` §10.5 lines (without `error: `).
+pub fn load_model(path: &Path) -> Result<Model, ModelError> {
+    let file = path.display().to_string();
+    let format = Format::from_path(path).ok_or_else(|| ModelError::Invalid {
+        file: file.clone(),
+        message: "unknown model file extension (expected .json or .toml)".into(),
+    })?;
+    let bytes = std::fs::read(path).map_err(|e| ModelError::Io { file: file.clone(), message: e.to_string() })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ModelError::Invalid { file: file.clone(), message: "not UTF-8 text".into() })?;
+    parse_model_str(&text, format, &file)
+}
+
+/// Parses and validates model text; `file` is the name used in error messages.
+pub fn parse_model_str(text: &str, format: Format, file: &str) -> Result<Model, ModelError> {
+    let value = match format {
+        Format::Json => serde_json::from_str::<Value>(text).map_err(|e| json_syntax_error(&e, file))?,
+        Format::Toml => {
+            let table: toml::Table = toml::from_str(text).map_err(|e| toml_syntax_error(&e, text, file))?;
+            toml_to_json(toml::Value::Table(table), "").map_err(|e| e.in_file(file))?
+        }
+    };
+    model_from_value(&value).map_err(|e| e.in_file(file))
+}
+
+fn json_syntax_error(e: &serde_json::Error, file: &str) -> ModelError {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    if e.line() == 0 {
+        return ModelError::Invalid { file: file.into(), message };
+    }
+    ModelError::Syntax { file: file.into(), line: e.line(), column: e.column(), message }
+}
+
+fn toml_syntax_error(e: &toml::de::Error, text: &str, file: &str) -> ModelError {
+    let message = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            ModelError::Syntax { file: file.into(), line, column, message }
+        }
+        None => ModelError::Invalid { file: file.into(), message },
+    }
+}
+
+fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, ModelError> {
+    Ok(match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => return Err(ModelError::param(format!("{path} is not a finite number: {f}"))),
+        },
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(_) => return Err(ModelError::param(format!("{path}: dates are not allowed"))),
+        toml::Value::Array(a) => Value::Array(
+            a.into_iter().enumerate().map(|(i, x)| toml_to_json(x, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?,
+        ),
+        toml::Value::Table(t) => {
+            let mut m = Map::new();
+            for (k, x) in t {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                m.insert(k, toml_to_json(x, &p)?);
+            }
+            Value::Object(m)
+        }
+    })
+}
+
+const KINDS: [&str; 5] = ["ising", "potts", "rbm", "categorical", "table"];
+const COMMON_KEYS: [&str; 7] = ["schema", "kind", "d", "domain", "K", "values", "name"];
+const KIND_KEYS: [&str; 10] = ["J", "edges", "lattice", "b", "h", "W", "c", "probs", "logits", "log_prob"];
+
+fn keys_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "ising" => &["J", "edges", "lattice", "b"],
+        "potts" => &["J", "edges", "lattice", "h"],
+        "rbm" => &["W", "b", "c"],
+        "categorical" => &["probs", "logits"],
+        _ => &["log_prob"],
+    }
+}
+
+fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
+    Err(ModelError::param(message))
+}
+
+/// A short rendering of a JSON value for messages.
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    if let Some(i) = v.as_i64() {
+        return Some(i);
+    }
+    let f = v.as_f64()?;
+    (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64)
+}
+
+fn number(v: &Value, path: &str) -> Result<f64, ModelError> {
+    match v.as_f64() {
+        Some(f) if f.is_finite() => Ok(f),
+        Some(f) => err(format!("{path} is not a finite number: {f}")),
+        None => err(format!("{path} must be a number, found {}", show(v))),
+    }
+}
+
+fn vector(v: &Value, path: &str, len: Option<(usize, &str)>) -> Result<Vec<f64>, ModelError> {
+    let Some(a) = v.as_array() else {
+        return err(format!("{path} must be a list of numbers, found {}", show(v)));
+    };
+    if let Some((n, desc)) = len
+        && a.len() != n
+    {
+        return err(format!("{path} has length {} but {desc}", a.len()));
+    }
+    a.iter().enumerate().map(|(i, x)| number(x, &format!("{path}[{i}]"))).collect()
+}
+
+/// A list of `rows` lists of equal length (`cols` if given); returns the row-major data and the
+/// column count.
+fn matrix(
+    v: &Value,
+    path: &str,
+    rows: (usize, &str),
+    cols: Option<(usize, &str)>,
+) -> Result<(Vec<f64>, usize), ModelError> {
+    let Some(a) = v.as_array() else {
+        return err(format!("{path} must be a list of rows, found {}", show(v)));
+    };
+    if a.len() != rows.0 {
+        return err(format!("{path} has {} rows but {}", a.len(), rows.1));
+    }
+    let mut out = Vec::new();
+    let mut ncols = cols.map(|c| c.0);
+    for (r, row) in a.iter().enumerate() {
+        let p = format!("{path}[{r}]");
+        let Some(ra) = row.as_array() else {
+            return err(format!("{p} must be a list of numbers, found {}", show(row)));
+        };
+        match (ncols, cols) {
+            (Some(n), Some((_, desc))) if ra.len() != n => {
+                return err(format!("{p} has {} entries but {desc}", ra.len()));
+            }
+            (Some(n), None) if ra.len() != n => {
+                return err(format!("{p} has {} entries but {path}[0] has {n}", ra.len()));
+            }
+            (None, _) => ncols = Some(ra.len()),
+            _ => {}
+        }
+        for (c, x) in ra.iter().enumerate() {
+            out.push(number(x, &format!("{p}[{c}]"))?);
+        }
+    }
+    Ok((out, ncols.unwrap_or(0)))
+}
+
+fn model_from_value(v: &Value) -> Result<Model, ModelError> {
+    let Some(obj) = v.as_object() else {
+        return err("the model must be an object (JSON) or a table (TOML)");
+    };
+    match obj.get("schema") {
+        None => return err(format!("missing key \"schema\" (must be \"{MODEL_SCHEMA}\")")),
+        Some(Value::String(s)) if s == MODEL_SCHEMA => {}
+        Some(s) => return err(format!("schema must be \"{MODEL_SCHEMA}\", found {}", show(s))),
+    }
+    let kind = match obj.get("kind") {
+        None => return err("missing key \"kind\" (ising, potts, rbm, categorical or table)"),
+        Some(Value::String(s)) if KINDS.contains(&s.as_str()) => s.as_str(),
+        Some(s) => return err(format!("unknown kind {} (expected ising, potts, rbm, categorical or table)", show(s))),
+    };
+    let allowed = keys_of(kind);
+    for key in obj.keys() {
+        if COMMON_KEYS.contains(&key.as_str()) || allowed.contains(&key.as_str()) {
+            continue;
+        }
+        if KIND_KEYS.contains(&key.as_str()) {
+            return err(format!("key \"{key}\" does not belong to a {kind} model"));
+        }
+        return err(format!("unknown key \"{key}\""));
+    }
+    if let Some(n) = obj.get("name")
+        && !n.is_string()
+    {
+        return err(format!("name must be a string, found {}", show(n)));
+    }
+    let d = match obj.get("d") {
+        None => return err("missing key \"d\" (the number of coordinates)"),
+        Some(x) => match as_int(x) {
+            Some(d) if d >= 1 => d as usize,
+            _ => return err(format!("d must be an integer >= 1, found {}", show(x))),
+        },
+    };
+    let domain = match obj.get("domain") {
+        None => match kind {
+            "ising" => DomainKind::Spin,
+            "rbm" => DomainKind::Binary,
+            _ => DomainKind::Categorical,
+        },
+        Some(Value::String(s)) if s == "spin" => DomainKind::Spin,
+        Some(Value::String(s)) if s == "binary" => DomainKind::Binary,
+        Some(Value::String(s)) if s == "categorical" => DomainKind::Categorical,
+        Some(s) => return err(format!("unknown domain {} (expected spin, binary or categorical)", show(s))),
+    };
+    let supported: &[DomainKind] = match kind {
+        "ising" | "rbm" => &[DomainKind::Spin, DomainKind::Binary],
+        "potts" | "categorical" => &[DomainKind::Categorical],
+        _ => &[DomainKind::Spin, DomainKind::Binary, DomainKind::Categorical],
+    };
+    if !supported.contains(&domain) {
+        let names: Vec<&str> = supported.iter().map(|k| domain_str(*k)).collect();
+        return err(format!(
+            "domain \"{}\" is not supported by the {kind} model (use {})",
+            domain_str(domain),
+            names.join(" or ")
+        ));
+    }
+    let space = if domain == DomainKind::Categorical {
+        let k = match obj.get("K") {
+            None => return err("missing key \"K\" (required for the categorical domain)"),
+            Some(x) => match as_int(x) {
+                Some(k) if k >= 2 && k <= u32::MAX as i64 => k as usize,
+                _ => return err(format!("K must be an integer >= 2, found {}", show(x))),
+            },
+        };
+        let values = match obj.get("values") {
+            None => (0..k as i64).collect(),
+            Some(x) => {
+                let Some(a) = x.as_array() else {
+                    return err(format!("values must be a list of K = {k} integers, found {}", show(x)));
+                };
+                if a.len() != k {
+                    return err(format!("values has length {} but K = {k}", a.len()));
+                }
+                let mut vals = Vec::with_capacity(k);
+                for (i, y) in a.iter().enumerate() {
+                    match y.as_i64() {
+                        Some(v) => vals.push(v),
+                        None => return err(format!("values[{i}] must be an integer, found {}", show(y))),
+                    }
+                }
+                vals
+            }
+        };
+        Space { d, kind: DomainKind::Categorical, values }
+    } else {
+        if let Some(x) = obj.get("K")
+            && as_int(x) != Some(2)
+        {
+            return err(format!("K = {} does not match the {} domain (K = 2)", show(x), domain_str(domain)));
+        }
+        if obj.contains_key("values") {
+            return err(format!("values is only allowed with the categorical domain, not {}", domain_str(domain)));
+        }
+        if domain == DomainKind::Spin { Space::spin(d) } else { Space::binary(d) }
+    };
+    check_space_values(&space)?;
+    let d_desc = format!("d = {d}");
+    let k = space.k();
+    let k_desc = format!("K = {k}");
+    match kind {
+        "ising" => {
+            let couplings = couplings(obj, d)?;
+            let b = match obj.get("b") {
+                Some(x) => vector(x, "b", Some((d, &d_desc)))?,
+                None => vec![0.0; d],
+            };
+            Ok(Model::Ising(IsingModel::new(domain, couplings, b)?))
+        }
+        "potts" => {
+            let couplings = couplings(obj, d)?;
+            let h = match obj.get("h") {
+                Some(x) => matrix(x, "h", (d, &d_desc), Some((k, &k_desc)))?.0,
+                None => vec![0.0; d * k],
+            };
+            Ok(Model::Potts(PottsModel::new(space, couplings, h)?))
+        }
+        "rbm" => {
+            let Some(wv) = obj.get("W") else {
+                return err("missing key \"W\" (the rbm weights, d × M)");
+            };
+            let (w, m) = matrix(wv, "W", (d, &d_desc), None)?;
+            if m == 0 {
+                return err("W must have at least one column (M >= 1)");
+            }
+            let b = match obj.get("b") {
+                Some(x) => vector(x, "b", Some((d, &d_desc)))?,
+                None => vec![0.0; d],
+            };
+            let c = match obj.get("c") {
+                Some(x) => vector(x, "c", Some((m, &format!("W has M = {m} columns"))))?,
+                None => vec![0.0; m],
+            };
+            Ok(Model::Rbm(Rbm::new(domain, d, m, w, b, c)?))
+        }
+        "categorical" => match (obj.get("probs"), obj.get("logits")) {
+            (Some(_), Some(_)) => err("give exactly one of probs and logits, not both"),
+            (None, None) => err("missing key \"probs\" or \"logits\""),
+            (Some(p), None) => {
+                let (p, _) = matrix(p, "probs", (d, &d_desc), Some((k, &k_desc)))?;
+                Ok(Model::Categorical(CategoricalModel::from_probs(space, p)?))
+            }
+            (None, Some(l)) => {
+                let (l, _) = matrix(l, "logits", (d, &d_desc), Some((k, &k_desc)))?;
+                Ok(Model::Categorical(CategoricalModel::from_logits(space, l)?))
+            }
+        },
+        _ => {
+            let Some(lp) = obj.get("log_prob") else {
+                return err("missing key \"log_prob\" (K^d numbers)");
+            };
+            // Check the size before reading the list so a huge d fails with the size message.
+            TableModel::check_size(&space)?;
+            let lp = vector(lp, "log_prob", None)?;
+            Ok(Model::Table(TableModel::new(space, lp)?))
+        }
+    }
+}
+
+fn domain_str(k: DomainKind) -> &'static str {
+    match k {
+        DomainKind::Spin => "spin",
+        DomainKind::Binary => "binary",
+        DomainKind::Categorical => "categorical",
+        DomainKind::Ordinal => "ordinal",
+    }
+}
+
+fn couplings(obj: &Map<String, Value>, d: usize) -> Result<Couplings, ModelError> {
+    let given: Vec<&str> = ["J", "edges", "lattice"].into_iter().filter(|k| obj.contains_key(*k)).collect();
+    if given.len() > 1 {
+        return err(format!("give at most one of J, edges and lattice (found {})", given.join(" and ")));
+    }
+    if let Some(j) = obj.get("J") {
+        let d_desc = format!("d = {d}");
+        let (j, _) = matrix(j, "J", (d, &d_desc), Some((d, &d_desc)))?;
+        return Couplings::from_dense(d, &j);
+    }
+    if let Some(e) = obj.get("edges") {
+        let Some(a) = e.as_array() else {
+            return err(format!("edges must be a list of [i, j, weight], found {}", show(e)));
+        };
+        let mut edges = Vec::with_capacity(a.len());
+        for (n, item) in a.iter().enumerate() {
+            let triple = item.as_array().filter(|t| t.len() == 3);
+            let Some(t) = triple else {
+                return err(format!("edges[{n}] must be [i, j, weight], found {}", show(item)));
+            };
+            let idx = |x: &Value, what: &str| -> Result<usize, ModelError> {
+                match as_int(x) {
+                    Some(i) if i >= 0 => Ok(i as usize),
+                    _ => err(format!("edges[{n}]: {what} must be a non-negative integer, found {}", show(x))),
+                }
+            };
+            let (i, j) = (idx(&t[0], "i")?, idx(&t[1], "j")?);
+            let w = number(&t[2], &format!("edges[{n}][2]"))?;
+            edges.push((i, j, w));
+        }
+        return Couplings::from_edges(d, &edges);
+    }
+    if let Some(l) = obj.get("lattice") {
+        let Some(lo) = l.as_object() else {
+            return err(format!("lattice must be an object with shape, periodic and coupling, found {}", show(l)));
+        };
+        for key in lo.keys() {
+            if !["shape", "periodic", "coupling"].contains(&key.as_str()) {
+                return err(format!("unknown key \"{key}\" in lattice"));
+            }
+        }
+        let Some(sv) = lo.get("shape") else {
+            return err("missing key \"shape\" in lattice");
+        };
+        let Some(sa) = sv.as_array().filter(|a| !a.is_empty()) else {
+            return err(format!("lattice.shape must be a non-empty list of positive integers, found {}", show(sv)));
+        };
+        let mut shape = Vec::with_capacity(sa.len());
+        for (i, x) in sa.iter().enumerate() {
+            match as_int(x) {
+                Some(s) if s >= 1 => shape.push(s as usize),
+                _ => return err(format!("lattice.shape[{i}] must be a positive integer, found {}", show(x))),
+            }
+        }
+        let periodic = match lo.get("periodic") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(x) => return err(format!("lattice.periodic must be true or false, found {}", show(x))),
+        };
+        let coupling = match lo.get("coupling") {
+            None => return err("missing key \"coupling\" in lattice"),
+            Some(x) => number(x, "lattice.coupling")?,
+        };
+        let sites = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
+        if sites != Some(d) {
+            let sites = sites.map_or("too many".to_string(), |s| s.to_string());
+            return err(format!("lattice shape {shape:?} has {sites} sites but d = {d}"));
+        }
+        return Couplings::lattice(&shape, periodic, coupling);
+    }
+    Ok(Couplings::none(d))
+}

@@ -1,0 +1,278 @@
+//! `hb-<L>-<r>`: the Hamming-ball sampler (Titsias & Yau 2017) on blocks of L coordinates.
+//!
+//! Spec `reproduction.md` §2, row `hb-L-r` (`hb-10-1` in the paper's plots). Blocks come
+//! from the per-chain permutation schedule of `bg-<k>` ([`BlockSchedule`]: a random
+//! permutation consumed L at a time, reshuffled when exhausted, last block of a pass shorter;
+//! each chain has its own permutation, where the code shares one across chains — same law per
+//! chain). Within the block B, with H_r(x) = {y : y = x outside B, y differs from x in at most
+//! r coordinates of B} (including x itself):
+//! 1. draw an auxiliary u uniformly from H_r(x);
+//! 2. draw x_new ∈ H_r(u) with probability ∝ exp f(x_new).
+//!
+//! All balls have the same size Σ_{j ≤ r} C(|B|, j)(K − 1)^j, so (u, x) ↦ (u, x_new) is a
+//! Gibbs step on the joint π(x)·Unif(u ∈ H_r(x)) and the kernel is π-reversible for every
+//! block. Any finite domain works (the ball of a categorical coordinate lets it take any
+//! other class); for binary targets this is the code's sampler. [`ExactKernel::transition_row`]
+//! averages the first step over the schedule (the first block is a uniform L-subset).
+//!
+//! Cost: |H_r(u)| log-density evaluations per step (11 for hb-10-1 on binary targets, §1.12),
+//! in one batch call; the chosen candidate's f becomes the cached log-density.
+
+use crate::block_gibbs::{BlockSchedule, MAX_CANDIDATES, first_blocks};
+use crate::proposal::sample_logits;
+use crate::registry::{SamplerName, SamplerParams};
+use dlp_core::math::softmax_in_place;
+use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use rand::RngExt;
+use std::collections::BTreeMap;
+
+/// Hamming-ball sampler with block size `l` and radius `r`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HammingBall {
+    /// Block size L (≥ r).
+    pub l: usize,
+    /// Radius r (≥ 1).
+    pub r: usize,
+}
+
+impl HammingBall {
+    /// Checks 1 ≤ r ≤ L.
+    pub fn new(l: usize, r: usize) -> Result<Self, SamplerError> {
+        let bad = |message: String| Err(SamplerError::BadParameter { sampler: format!("hb-{l}-{r}"), message });
+        if r == 0 {
+            return bad("radius r = 0; r must be at least 1".into());
+        }
+        if l < r {
+            return bad(format!("block size L = {l} is smaller than the radius r = {r}"));
+        }
+        Ok(HammingBall { l, r })
+    }
+
+    /// Registry constructor for `hb-<L>-<r>`.
+    pub fn build(name: &SamplerName, _: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
+        Ok(Box::new(HammingBall::new(name.numbers[0], name.numbers[1])?))
+    }
+}
+
+/// |H_r| for a block of `b` coordinates with `k` values each: Σ_{j ≤ min(r, b)} C(b, j)(k − 1)^j
+/// (None on overflow).
+pub fn ball_size(b: usize, r: usize, k: usize) -> Option<usize> {
+    let mut total: usize = 0;
+    let mut choose: usize = 1; // C(b, j)
+    let mut pow: usize = 1; // (k − 1)^j
+    for j in 0..=r.min(b) {
+        if j > 0 {
+            choose = choose.checked_mul(b - j + 1)? / j;
+            pow = pow.checked_mul(k - 1)?;
+        }
+        total = total.checked_add(choose.checked_mul(pow)?)?;
+    }
+    Some(total)
+}
+
+/// Writes every state of H_r(center) within `block` to `out` (rows of length d, `center`
+/// first), for `k` values per coordinate.
+pub fn hamming_ball(k: usize, center: &[u32], block: &[usize], r: usize, out: &mut Vec<u32>) {
+    fn rec(k: usize, center: &[u32], block: &[usize], start: usize, left: usize, y: &mut [u32], out: &mut Vec<u32>) {
+        out.extend_from_slice(y);
+        if left == 0 {
+            return;
+        }
+        for p in start..block.len() {
+            let i = block[p];
+            for v in (0..k as u32).filter(|&v| v != center[i]) {
+                y[i] = v;
+                rec(k, center, block, p + 1, left - 1, y, out);
+            }
+            y[i] = center[i];
+        }
+    }
+    out.clear();
+    let mut y = center.to_vec();
+    rec(k, center, block, 0, r, &mut y, out);
+}
+
+impl Sampler for HammingBall {
+    fn name(&self) -> String {
+        format!("hb-{}-{}", self.l, self.r)
+    }
+
+    fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
+        let space = target.space();
+        space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        let size = ball_size(self.l.min(space.d), self.r, space.k());
+        if size.is_none_or(|s| s > MAX_CANDIDATES) {
+            return Err(SamplerError::BadParameter {
+                sampler: self.name(),
+                message: format!(
+                    "L = {}, r = {} with {} values per coordinate gives more than {MAX_CANDIDATES} ball states",
+                    self.l,
+                    self.r,
+                    space.k()
+                ),
+            });
+        }
+        let d = space.d;
+        let n = x0.len() / d;
+        let mut f = vec![0.0; n];
+        target.log_density_batch(x0, &mut f);
+        Ok(Box::new(HbChains {
+            target,
+            hb: *self,
+            x: x0.to_vec(),
+            f,
+            schedules: vec![BlockSchedule::new(d); n],
+            ball: Vec::new(),
+            logw: Vec::new(),
+        }))
+    }
+
+    fn exact(&self) -> Option<&dyn ExactKernel> {
+        Some(self)
+    }
+}
+
+impl ExactKernel for HammingBall {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+        let space = target.space();
+        let (d, k) = (space.d, space.k());
+        let blocks = first_blocks(d, self.l);
+        let (mut us, mut ys) = (Vec::new(), Vec::new());
+        let mut row = BTreeMap::new();
+        for block in &blocks {
+            hamming_ball(k, x, block, self.r, &mut us);
+            let pu = 1.0 / (blocks.len() * (us.len() / d)) as f64;
+            for u in us.chunks(d) {
+                hamming_ball(k, u, block, self.r, &mut ys);
+                let mut w = vec![0.0; ys.len() / d];
+                target.log_density_batch(&ys, &mut w);
+                softmax_in_place(&mut w);
+                for (y, p) in ys.chunks(d).zip(&w) {
+                    *row.entry(y.to_vec()).or_insert(0.0) += pu * p;
+                }
+            }
+        }
+        crate::gibbs::finish_row(row)
+    }
+}
+
+struct HbChains<'t> {
+    target: &'t dyn Target,
+    hb: HammingBall,
+    x: Vec<u32>,
+    f: Vec<f64>,
+    schedules: Vec<BlockSchedule>,
+    ball: Vec<u32>,
+    logw: Vec<f64>,
+}
+
+impl Chains for HbChains<'_> {
+    fn n_chains(&self) -> usize {
+        self.f.len()
+    }
+
+    fn positions(&self) -> &[u32] {
+        &self.x
+    }
+
+    fn log_densities(&self) -> Option<&[f64]> {
+        Some(&self.f)
+    }
+
+    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+        let space = self.target.space();
+        let (d, k) = (space.d, space.k());
+        for j in 0..self.f.len() {
+            let rng = &mut rngs[j];
+            let x = &mut self.x[j * d..(j + 1) * d];
+            let block = self.schedules[j].next_block(self.hb.l, rng);
+            hamming_ball(k, x, block, self.hb.r, &mut self.ball);
+            let a = rng.random_range(0..self.ball.len() / d);
+            let u = self.ball[a * d..(a + 1) * d].to_vec();
+            hamming_ball(k, &u, block, self.hb.r, &mut self.ball);
+            let m = self.ball.len() / d;
+            self.logw.resize(m, 0.0);
+            self.target.log_density_batch(&self.ball, &mut self.logw);
+            let c = sample_logits(&self.logw, rng);
+            let y = &self.ball[c * d..(c + 1) * d];
+            let changed = x.iter().zip(y).filter(|(a, b)| a != b).count() as u32;
+            x.copy_from_slice(y);
+            self.f[j] = self.logw[c];
+            info[j] = StepInfo {
+                accepted: true,
+                accept_prob: 1.0,
+                n_proposed: changed,
+                n_changed: changed,
+                density_evals: m as u32,
+                grad_evals: 0,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gibbs::testkit::*;
+    use dlp_core::testing::{PairwiseCategorical, Quadratic};
+
+    #[test]
+    fn ball_sizes_and_contents() {
+        assert_eq!(ball_size(10, 1, 2), Some(11));
+        assert_eq!(ball_size(4, 2, 3), Some(1 + 4 * 2 + 6 * 4));
+        assert_eq!(ball_size(2, 5, 2), Some(4));
+        let mut out = Vec::new();
+        hamming_ball(2, &[0, 1, 0, 1], &[3, 1, 2], 1, &mut out);
+        assert_eq!(out, vec![0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1]);
+        hamming_ball(3, &[0, 1, 2, 0], &[0, 2, 3], 2, &mut out);
+        assert_eq!(out.len() / 4, ball_size(3, 2, 3).unwrap());
+        let mut rows: Vec<&[u32]> = out.chunks(4).collect();
+        rows.sort();
+        rows.dedup();
+        assert_eq!(rows.len(), 1 + 3 * 2 + 3 * 4, "ball states must be distinct");
+    }
+
+    #[test]
+    fn hamming_ball_is_reversible() {
+        let q = Quadratic::spec_tiny();
+        check_spec_pi(&q, &SPEC_TINY_PI);
+        let c = PairwiseCategorical::spec_small();
+        check_spec_pi(&c, &SPEC_SMALL_PI);
+        for (l, r) in [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (5, 1)] {
+            check_exact(&HammingBall::new(l, r).unwrap(), &q, true);
+            check_exact(&HammingBall::new(l, r).unwrap(), &c, true);
+        }
+    }
+
+    #[test]
+    fn hb_1_1_is_random_scan_gibbs_on_binary_targets() {
+        // With a 1-coordinate block and r = 1 both balls are the whole pair {x, x^{(i)}}, so the
+        // second draw is the exact conditional of that site.
+        let q = Quadratic::spec_tiny();
+        let a = matrix(&HammingBall::new(1, 1).unwrap(), &q, 0);
+        let b = matrix(&crate::gibbs::Gibbs { scan: crate::gibbs::Scan::Random }, &q, 0);
+        for (ra, rb) in a.iter().zip(&b) {
+            for (pa, pb) in ra.iter().zip(rb) {
+                assert!((pa - pb).abs() < 1e-15);
+            }
+        }
+    }
+
+    #[test]
+    fn step_follows_transition_row() {
+        let q = Quadratic::spec_tiny();
+        let info = empirical_check(&HammingBall::new(2, 1).unwrap(), &q, &[1, 1, 0], 20_000, 61);
+        assert!(info.iter().all(|i| i.density_evals == 3 && i.n_changed <= 2));
+        let info =
+            empirical_check(&HammingBall::new(2, 1).unwrap(), &PairwiseCategorical::spec_small(), &[2, 0], 20_000, 62);
+        assert!(info.iter().all(|i| i.density_evals == 5));
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let e = HammingBall::new(3, 0).unwrap_err();
+        assert!(e.to_string().contains("r = 0"), "{e}");
+        let e = HammingBall::new(1, 2).unwrap_err();
+        assert!(e.to_string().contains("L = 1") && e.to_string().contains("r = 2"), "{e}");
+    }
+}

