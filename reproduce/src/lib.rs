@@ -245,12 +245,13 @@ fn machine() -> Value {
 // Running-mean error observer
 
 /// What a [`MeanErrorObserver`] recorded at one checkpoint of one task.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Checkpoint {
     /// Steps done (0 = the initial states).
     pub step: usize,
-    /// Σ over the task's chains and coordinates of (running mean − truth)².
-    pub squared_error_sum: f64,
+    /// Σ over coordinates of (running mean − truth)², one entry per chain of the task
+    /// (kept per chain so that merged sums do not depend on how chains were split in tasks).
+    pub squared_errors: Vec<f64>,
     /// Seconds the task had spent inside `step` so far.
     pub step_seconds: f64,
 }
@@ -314,13 +315,23 @@ impl<'a> MeanErrorObserver<'a> {
         let space = self.space;
         self.means.add(positions, |c| space.value(c) as f64);
     }
+
+    fn checkpoint(&mut self, step: usize, step_seconds: f64) {
+        let d = self.space.d;
+        let means: Vec<f64> = self.means.means().collect();
+        let truth = self.truth;
+        let squared_errors = means
+            .chunks(d)
+            .map(|m| RunningMean { count: 1, sums: m.to_vec() }.squared_error_sum(truth))
+            .collect();
+        self.checkpoints.push(Checkpoint { step, squared_errors, step_seconds });
+    }
 }
 
 impl Observer for MeanErrorObserver<'_> {
     fn start(&mut self, _first_chain: usize, positions: &[u32]) {
         self.add(positions);
-        let sse = self.means.squared_error_sum(self.truth);
-        self.checkpoints.push(Checkpoint { step: 0, squared_error_sum: sse, step_seconds: 0.0 });
+        self.checkpoint(0, 0.0);
     }
 
     fn observe(&mut self, ctx: &StepContext, positions: &[u32], info: &[StepInfo]) {
@@ -335,8 +346,7 @@ impl Observer for MeanErrorObserver<'_> {
             self.chain0.extend_from_slice(&positions[..self.space.d]);
         }
         if ctx.step % self.every == 0 || ctx.step == self.last {
-            let sse = self.means.squared_error_sum(self.truth);
-            self.checkpoints.push(Checkpoint { step: ctx.step, squared_error_sum: sse, step_seconds: ctx.step_seconds });
+            self.checkpoint(ctx.step, ctx.step_seconds);
         }
         self.pending += info.len() as u64;
         if self.pending >= 8192 || ctx.step == self.last {
@@ -362,7 +372,8 @@ pub fn merge_curves(observers: &[MeanErrorObserver<'_>], n_chains: usize, d: usi
     let Some(first) = observers.first() else { return Vec::new() };
     (0..first.checkpoints.len())
         .map(|k| {
-            let sse: f64 = observers.iter().map(|o| o.checkpoints[k].squared_error_sum).sum();
+            // Summed chain by chain in global order: identical for any task split.
+            let sse = observers.iter().flat_map(|o| o.checkpoints[k].squared_errors.iter()).fold(0.0, |a, b| a + b);
             let secs: f64 = observers.iter().map(|o| o.checkpoints[k].step_seconds).sum();
             CurvePoint { step: first.checkpoints[k].step, log_rmse: log_rmse(sse, n_chains * d), seconds: secs / n_chains as f64 }
         })
@@ -480,6 +491,21 @@ fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     (lo - pad)..(hi + pad)
 }
 
+/// A tick label with at most three significant digits and no trailing zeros (`200`, `0.05`,
+/// `6.31e4`).
+pub fn short_number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}").replace(".00e", "e");
+    }
+    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
 fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot: {e:?}");
     root.fill(&WHITE).map_err(e)?;
@@ -497,7 +523,14 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .y_label_area_size(55)
                     .build_cartesian_2d(padded_range(xs), padded_range(ys))
                     .map_err(e)?;
-                chart.configure_mesh().x_desc(x_label).y_desc(y_label).light_line_style(WHITE).draw().map_err(e)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .x_label_formatter(&|v| short_number(*v))
+                    .light_line_style(WHITE)
+                    .draw()
+                    .map_err(e)?;
                 for s in series {
                     let color = figure.color(&s.label);
                     let pts = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite());
@@ -539,7 +572,7 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .caption(title, ("sans-serif", 16))
                     .margin(10)
                     .x_label_area_size(40)
-                    .y_label_area_size(55)
+                    .y_label_area_size(70)
                     .build_cartesian_2d(-0.5..(n as f64 - 0.5), padded_range(ys))
                     .map_err(e)?;
                 chart
@@ -550,7 +583,8 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                         let i = v.round();
                         if (v - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
                     })
-                    .y_label_formatter(&|v| format!("{:.3}", 10f64.powf(*v)))
+                    .y_label_formatter(&|v| short_number(10f64.powf(*v)))
+                    .light_line_style(WHITE)
                     .y_desc(y_label)
                     .draw()
                     .map_err(e)?;
@@ -596,6 +630,16 @@ mod tests {
     }
 
     #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(short_number(200.0), "200");
+        assert_eq!(short_number(0.05), "0.05");
+        assert_eq!(short_number(-2.5), "-2.5");
+        assert_eq!(short_number(1234.5678), "1235");
+        assert_eq!(short_number(63095.734), "63096");
+        assert_eq!(short_number(250000.0), "2.50e5");
+    }
+
+    #[test]
     fn csv_fields_are_quoted_only_when_needed() {
         assert_eq!(csv_line(["a", "b,c", "d\"e"].into_iter()), "a,\"b,c\",\"d\"\"e\"\n");
     }
@@ -625,7 +669,7 @@ mod tests {
         };
         run.write_figure("fig", &fig).unwrap();
         let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
-        assert!(svg.contains("<svg") && svg.contains(">caption<") && svg.contains(">floor<"));
+        assert!(svg.contains("<svg") && svg.contains("caption") && svg.contains("floor"));
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         run.write_meta(&json!({"k": 1})).unwrap();

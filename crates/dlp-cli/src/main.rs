@@ -8,6 +8,7 @@
 //! nothing on stdout, no output file), 1 internal error. `main` never panics outward: a
 //! panic is reported as one `error: internal error: …` line and exit 1.
 
+mod gof;
 mod sample;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ struct Cli {
 /// The subcommands, one module each.
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
+    Gof(gof::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
     Sample(sample::Args),
 }
@@ -32,6 +35,7 @@ enum Command {
 /// Runs the chosen subcommand.
 fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
+        Command::Gof(args) => gof::run(args),
         Command::Sample(args) => sample::run(args),
     }
 }

@@ -51,7 +51,7 @@ pub enum DiagnosticsError {
 /// Validates the shape (`min_chains` chains of ≥ 4 draws, as ArviZ requires) and finiteness;
 /// returns the number of draws per chain.
 fn check(draws: &[f64], n_chains: usize, min_chains: usize, what: &'static str) -> Result<usize, DiagnosticsError> {
-    if n_chains == 0 || draws.len() % n_chains != 0 {
+    if n_chains == 0 || !draws.len().is_multiple_of(n_chains) {
         return Err(DiagnosticsError::BadShape { len: draws.len(), n_chains });
     }
     let n_draws = draws.len() / n_chains;

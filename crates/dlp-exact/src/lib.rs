@@ -2,14 +2,24 @@
 //!
 //! * [`enumerate`]: log Z, marginals, moments, E_π[h] and π itself by exhaustive, parallel,
 //!   thread-count-independent enumeration (2^25 states of the 5×5 Ising in seconds).
+//! * [`matrix`]: transition matrices from a sampler's `ExactKernel`, stationary laws,
+//!   residuals, DULA's closed form π_α ∝ π·Z_α, Theorem 5.1's bounds, [`ExactReport`].
+//! * [`reference`]: transition matrices transcribed from the papers' formulas, independent
+//!   of `dlp-samplers`, for every registered sampler.
 //!
 //! Notes on testing (style.md rules 8–11): the exact tier compares matrices and laws to
 //! ~1e-10 and runs in `cargo test -p dlp-exact`; larger spaces and more cases are behind
 //! the `stat` feature / `#[ignore]` (`cargo test -p dlp-exact --release -- --ignored`).
 
 pub mod enumerate;
+pub mod matrix;
+pub mod reference;
 
 pub use enumerate::{EnumOptions, Enumeration, enumerate, enumerate_with, expectation, log_densities, probabilities};
+pub use matrix::{
+    ExactReport, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report, kernel_matrix,
+    stationarity_residual, stationary, thm51_bounds, total_variation,
+};
 
 /// Errors of exact computations; each names the quantity and the offending value.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -32,6 +42,27 @@ pub enum ExactError {
         /// The value.
         value: f64,
     },
+    /// The sampler does not expose an exact kernel.
+    #[error("sampler {0} has no exact kernel")]
+    NoExactKernel(String),
+    /// A transition row is not a probability law over distinct valid states.
+    #[error("{sampler}: transition row of state {state} (phase {phase}) is invalid: {why}")]
+    BadRow {
+        /// The sampler.
+        sampler: String,
+        /// Index of the state whose row is bad.
+        state: usize,
+        /// The phase.
+        phase: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// The linear system for the stationary law is singular (reducible chain).
+    #[error("the transition matrix has no unique stationary law (singular system)")]
+    NoUniqueStationary,
+    /// A theorem's assumptions do not hold.
+    #[error("assumption violated: {0}")]
+    Assumption(String),
     /// Every state has log-density −∞.
     #[error("every state has log-density −∞ (Z = 0)")]
     ZeroMass,

@@ -84,13 +84,15 @@ pub fn difference_scores(target: &dyn Target, xs: &[u32]) -> Result<Vec<f64>, Go
                 *si = out[(x[i] as usize + 1) % k];
             }
         }
-        for si in srow.iter_mut() {
-            *si = 1.0 - si.exp();
-        }
     });
-    if let Some(p) = s.iter().position(|v| !v.is_finite()) {
+    // Checked on the log-ratios themselves so the message can quote the offending value.
+    if let Some(p) = s.iter().position(|r| !r.exp().is_finite()) {
         let a = p / d;
-        return Err(GofError::ScoreOverflow { sample: a + 1, log_ratio: max_log_ratio(&s[a * d..(a + 1) * d]) });
+        let worst = s[a * d..(a + 1) * d].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        return Err(GofError::ScoreOverflow { sample: a + 1, log_ratio: worst });
+    }
+    for si in s.iter_mut() {
+        *si = 1.0 - si.exp();
     }
     Ok(s)
 }

@@ -38,9 +38,7 @@ impl Couplings {
         let mut seen: BTreeMap<(usize, usize), usize> = BTreeMap::new();
         for (e, &(i, j, w)) in edges.iter().enumerate() {
             if !(i < j && j < d) {
-                return Err(ModelError::param(format!(
-                    "edges[{e}]: need 0 <= i < j < d (d = {d}), found [{i}, {j}]"
-                )));
+                return Err(ModelError::param(format!("edges[{e}]: need 0 <= i < j < d (d = {d}), found [{i}, {j}]")));
             }
             if !w.is_finite() {
                 return Err(ModelError::param(format!("edges[{e}]: weight is not a finite number: {w}")));
@@ -70,10 +68,7 @@ impl Couplings {
         }
         for r in 0..d {
             if j[r * d + r] != 0.0 {
-                return Err(ModelError::param(format!(
-                    "J has a nonzero diagonal: J[{r}][{r}] = {}",
-                    j[r * d + r]
-                )));
+                return Err(ModelError::param(format!("J has a nonzero diagonal: J[{r}][{r}] = {}", j[r * d + r])));
             }
             for c in r + 1..d {
                 let (a, b) = (j[r * d + c], j[c * d + r]);
@@ -100,9 +95,9 @@ impl Couplings {
             return Err(ModelError::param(format!("lattice coupling is not a finite number: {coupling}")));
         }
         let d = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
-        let d = d.filter(|&d| d <= u32::MAX as usize).ok_or_else(|| {
-            ModelError::param(format!("lattice shape {shape:?} has too many sites"))
-        })?;
+        let d = d
+            .filter(|&d| d <= u32::MAX as usize)
+            .ok_or_else(|| ModelError::param(format!("lattice shape {shape:?} has too many sites")))?;
         let mut strides = vec![1usize; shape.len()];
         for a in (0..shape.len().saturating_sub(1)).rev() {
             strides[a] = strides[a + 1] * shape[a + 1];
@@ -155,7 +150,8 @@ impl Couplings {
         // of the order the pairs were listed in.
         for i in 0..d {
             let (s, e) = (offsets[i], offsets[i + 1]);
-            let mut row: Vec<(u32, f64)> = neighbours[s..e].iter().copied().zip(weights[s..e].iter().copied()).collect();
+            let mut row: Vec<(u32, f64)> =
+                neighbours[s..e].iter().copied().zip(weights[s..e].iter().copied()).collect();
             row.sort_by_key(|p| p.0);
             for (k, (n, w)) in row.into_iter().enumerate() {
                 neighbours[s + k] = n;

@@ -96,7 +96,10 @@ fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, ModelError> {
         toml::Value::Boolean(b) => Value::Bool(b),
         toml::Value::Datetime(_) => return Err(ModelError::param(format!("{path}: dates are not allowed"))),
         toml::Value::Array(a) => Value::Array(
-            a.into_iter().enumerate().map(|(i, x)| toml_to_json(x, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?,
+            a.into_iter()
+                .enumerate()
+                .map(|(i, x)| toml_to_json(x, &format!("{path}[{i}]")))
+                .collect::<Result<_, _>>()?,
         ),
         toml::Value::Table(t) => {
             let mut m = Map::new();

@@ -28,5 +28,8 @@ pub use ising::IsingModel;
 pub use model::{MODEL_SCHEMA, Model};
 pub use potts::PottsModel;
 pub use rbm::Rbm;
-pub use samples::{Delimiter, RealMatrix, Samples, SamplesError, read_real_matrix, read_samples, write_samples};
+pub use samples::{
+    Delimiter, IntegerMatrix, RealMatrix, Samples, SamplesError, read_integer_matrix, read_real_matrix, read_samples,
+    write_samples,
+};
 pub use table::TableModel;

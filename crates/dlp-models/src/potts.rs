@@ -23,11 +23,7 @@ impl PottsModel {
     pub fn new(space: Space, couplings: Couplings, h: Vec<f64>) -> Result<Self, ModelError> {
         check_categorical_space(&space, "potts")?;
         if couplings.d() != space.d {
-            return Err(ModelError::param(format!(
-                "couplings are on {} sites but d = {}",
-                couplings.d(),
-                space.d
-            )));
+            return Err(ModelError::param(format!("couplings are on {} sites but d = {}", couplings.d(), space.d)));
         }
         if h.len() != space.d * space.k() {
             return Err(ModelError::param(format!(

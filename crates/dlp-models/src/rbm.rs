@@ -26,7 +26,14 @@ pub struct Rbm {
 
 impl Rbm {
     /// Builds an RBM with visible `domain` (binary or spin), W (d × M row-major), b (d), c (M).
-    pub fn new(domain: DomainKind, d: usize, m: usize, w: Vec<f64>, b: Vec<f64>, c: Vec<f64>) -> Result<Self, ModelError> {
+    pub fn new(
+        domain: DomainKind,
+        d: usize,
+        m: usize,
+        w: Vec<f64>,
+        b: Vec<f64>,
+        c: Vec<f64>,
+    ) -> Result<Self, ModelError> {
         let space = match domain {
             DomainKind::Binary => Space::binary(d),
             DomainKind::Spin => Space::spin(d),

@@ -194,7 +194,7 @@ fn is_missing_spelling(t: &str) -> bool {
     matches!(t.as_str(), "nan" | "inf" | "infinity" | "na")
 }
 
-fn split<'a>(line: &'a str, delim: Delimiter) -> Vec<&'a str> {
+fn split(line: &str, delim: Delimiter) -> Vec<&str> {
     match delim {
         Delimiter::Comma => line.split(',').map(|t| t.trim_matches([' ', '\t'])).collect(),
         Delimiter::Tab => line.split('\t').map(|t| t.trim_matches(' ')).collect(),
@@ -230,9 +230,10 @@ fn tokenize(text: &str, delimiter: Delimiter) -> (Option<Row<'_>>, Vec<Row<'_>>)
         let row = Row { line: n + 1, tokens };
         if first {
             first = false;
-            let is_header = row.tokens.iter().all(|t| {
-                t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && !is_missing_spelling(t)
-            });
+            let is_header = row
+                .tokens
+                .iter()
+                .all(|t| t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && !is_missing_spelling(t));
             if is_header {
                 header = Some(row);
                 continue;
@@ -334,7 +335,12 @@ pub fn parse_samples_str(
     let mut indices = Vec::with_capacity(rows.len() * d);
     for row in &rows {
         if row.tokens.len() != d {
-            return Err(SamplesError::Ragged { file: file.into(), line: row.line, expected: d, found: row.tokens.len() });
+            return Err(SamplesError::Ragged {
+                file: file.into(),
+                line: row.line,
+                expected: d,
+                found: row.tokens.len(),
+            });
         }
         for (c, t) in row.tokens.iter().enumerate() {
             let (line, column, token) = (row.line, c + 1, t.to_string());
@@ -391,6 +397,60 @@ impl Samples {
     pub fn row(&self, r: usize) -> &[u32] {
         &self.indices[r * self.d..(r + 1) * self.d]
     }
+}
+
+/// A matrix of integers read with the samples grammar but no value list (e.g. two sample
+/// files compared by MMD without a model).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntegerMatrix {
+    /// Rows.
+    pub n: usize,
+    /// Columns.
+    pub d: usize,
+    /// Row-major n × d values.
+    pub values: Vec<i64>,
+}
+
+/// Parses integers with the samples grammar, without a domain check; `d`, when given, is the
+/// required row length.
+pub fn parse_integer_matrix_str(
+    text: &str,
+    file: &str,
+    d: Option<usize>,
+    delimiter: Delimiter,
+) -> Result<IntegerMatrix, SamplesError> {
+    let (header, rows) = tokenize(text, delimiter);
+    let width = check_shape(file, &header, &rows, d)?;
+    let mut values = Vec::with_capacity(rows.len() * width);
+    for row in &rows {
+        if row.tokens.len() != width {
+            return Err(SamplesError::Ragged {
+                file: file.into(),
+                line: row.line,
+                expected: width,
+                found: row.tokens.len(),
+            });
+        }
+        for (c, t) in row.tokens.iter().enumerate() {
+            let (line, column, token) = (row.line, c + 1, t.to_string());
+            match parse_integer(t) {
+                Ok(Ok(v)) => values.push(v),
+                Err(TokenError::NotFinite) => {
+                    return Err(SamplesError::NotFinite { file: file.into(), line, column, token });
+                }
+                Ok(Err(_)) | Err(TokenError::NotInteger) => {
+                    return Err(SamplesError::NotInteger { file: file.into(), line, column, token });
+                }
+            }
+        }
+    }
+    Ok(IntegerMatrix { n: rows.len(), d: width, values })
+}
+
+/// Reads a file of integers with the samples grammar, without a domain check.
+pub fn read_integer_matrix(path: &Path, d: Option<usize>, delimiter: Delimiter) -> Result<IntegerMatrix, SamplesError> {
+    let text = read_text(path)?;
+    parse_integer_matrix_str(&text, &path.display().to_string(), d, delimiter)
 }
 
 /// Parses a matrix of reals in (0, 1) with the samples grammar (jitter files). `d`, when given,

@@ -38,36 +38,114 @@ fn every_validation_rule_has_a_one_line_message() {
     let base = r#""schema": "dlp.model.v1""#;
     let cases: Vec<(String, &str)> = vec![
         (r#"{"kind": "ising", "d": 2}"#.into(), "model.json: missing key \"schema\" (must be \"dlp.model.v1\")"),
-        (r#"{"schema": "dlp.model.v2", "kind": "ising", "d": 2}"#.into(), "model.json: schema must be \"dlp.model.v1\", found \"dlp.model.v2\""),
-        (format!(r#"{{{base}, "kind": "boltzmann", "d": 2}}"#), "model.json: unknown kind \"boltzmann\" (expected ising, potts, rbm, categorical or table)"),
+        (
+            r#"{"schema": "dlp.model.v2", "kind": "ising", "d": 2}"#.into(),
+            "model.json: schema must be \"dlp.model.v1\", found \"dlp.model.v2\"",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "boltzmann", "d": 2}}"#),
+            "model.json: unknown kind \"boltzmann\" (expected ising, potts, rbm, categorical or table)",
+        ),
         (format!(r#"{{{base}, "kind": "ising", "d": 2, "colour": 1}}"#), "model.json: unknown key \"colour\""),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "W": [[1], [2]]}}"#), "model.json: key \"W\" does not belong to a ising model"),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "W": [[1], [2]]}}"#),
+            "model.json: key \"W\" does not belong to a ising model",
+        ),
         (format!(r#"{{{base}, "kind": "ising", "d": 0}}"#), "model.json: d must be an integer >= 1, found 0"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "domain": "categorical", "K": 2}}"#), "model.json: domain \"categorical\" is not supported by the ising model (use spin or binary)"),
-        (format!(r#"{{{base}, "kind": "potts", "d": 2, "domain": "spin"}}"#), "model.json: domain \"spin\" is not supported by the potts model (use categorical)"),
-        (format!(r#"{{{base}, "kind": "potts", "d": 2}}"#), "model.json: missing key \"K\" (required for the categorical domain)"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "values": [0, 1]}}"#), "model.json: values is only allowed with the categorical domain, not spin"),
-        (format!(r#"{{{base}, "kind": "potts", "d": 2, "K": 3, "values": [0, 5, 0]}}"#), "model.json: values[2] = 0 repeats values[0]"),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "domain": "categorical", "K": 2}}"#),
+            "model.json: domain \"categorical\" is not supported by the ising model (use spin or binary)",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "potts", "d": 2, "domain": "spin"}}"#),
+            "model.json: domain \"spin\" is not supported by the potts model (use categorical)",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "potts", "d": 2}}"#),
+            "model.json: missing key \"K\" (required for the categorical domain)",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "values": [0, 1]}}"#),
+            "model.json: values is only allowed with the categorical domain, not spin",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "potts", "d": 2, "K": 3, "values": [0, 5, 0]}}"#),
+            "model.json: values[2] = 0 repeats values[0]",
+        ),
         (format!(r#"{{{base}, "kind": "ising", "d": 3, "b": [1, 2]}}"#), "model.json: b has length 2 but d = 3"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0, 1], [1]]}}"#), "model.json: J[1] has 1 entries but d = 2"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0.5, 1], [1, 0]]}}"#), "model.json: J has a nonzero diagonal: J[0][0] = 0.5"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[1, 0, 0.5]]}}"#), "model.json: edges[0]: need 0 <= i < j < d (d = 3), found [1, 0]"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[0, 3, 0.5]]}}"#), "model.json: edges[0]: need 0 <= i < j < d (d = 3), found [0, 3]"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[0, 1, 0.5], [1, 2, 1], [0, 1, 2]]}}"#), "model.json: edges[2]: pair (0, 1) appears twice (first at edges[0])"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 10, "lattice": {{"shape": [3, 3], "periodic": true, "coupling": 0.2}}}}"#), "model.json: lattice shape [3, 3] has 9 sites but d = 10"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0, 1], [1, 0]], "edges": []}}"#), "model.json: give at most one of J, edges and lattice (found J and edges)"),
-        (format!(r#"{{{base}, "kind": "categorical", "d": 2, "K": 2, "probs": [[0.5, 0.5], [0.6, 0.3]]}}"#), "model.json: probs[1] sums to 0.8999999999999999, not 1 (tolerance 1e-9)"),
-        (format!(r#"{{{base}, "kind": "categorical", "d": 1, "K": 2, "probs": [[1.0, 0.0]]}}"#), "model.json: probs[0][1] = 0 must be > 0"),
-        (format!(r#"{{{base}, "kind": "categorical", "d": 1, "K": 2, "probs": [[1, 0]], "logits": [[0, 0]]}}"#), "model.json: give exactly one of probs and logits, not both"),
-        (format!(r#"{{{base}, "kind": "table", "d": 25, "domain": "binary", "log_prob": []}}"#), "model.json: table has K^d = 2^25 entries, more than 2^24 = 16777216"),
-        (format!(r#"{{{base}, "kind": "table", "d": 2, "domain": "binary", "log_prob": [0, 1, 2]}}"#), "model.json: log_prob has length 3 but K^d = 2^2 = 4"),
-        (format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1, 2], [3]]}}"#), "model.json: W[1] has 1 entries but W[0] has 2"),
-        (format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "c": [0, 0]}}"#), "model.json: c has length 2 but W has M = 1 columns"),
-        (format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "b": [0, "x"]}}"#), "model.json: b[1] must be a number, found \"x\""),
-        (format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "domain": "categorical", "K": 3}}"#), "model.json: domain \"categorical\" is not supported by the rbm model (use spin or binary)"),
-        (format!(r#"{{{base}, "kind": "ising", "d": 2, "b": [1e400, 0]}}"#), "model.json:1:62: number out of range"),
-        ("{\"schema\": \"dlp.model.v1\",\n \"kind\": \"ising\" \"d\": 2}".into(), "model.json:2:18: expected `,` or `}`"),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0, 1], [1]]}}"#),
+            "model.json: J[1] has 1 entries but d = 2",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0.5, 1], [1, 0]]}}"#),
+            "model.json: J has a nonzero diagonal: J[0][0] = 0.5",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[1, 0, 0.5]]}}"#),
+            "model.json: edges[0]: need 0 <= i < j < d (d = 3), found [1, 0]",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[0, 3, 0.5]]}}"#),
+            "model.json: edges[0]: need 0 <= i < j < d (d = 3), found [0, 3]",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 3, "edges": [[0, 1, 0.5], [1, 2, 1], [0, 1, 2]]}}"#),
+            "model.json: edges[2]: pair (0, 1) appears twice (first at edges[0])",
+        ),
+        (
+            format!(
+                r#"{{{base}, "kind": "ising", "d": 10, "lattice": {{"shape": [3, 3], "periodic": true, "coupling": 0.2}}}}"#
+            ),
+            "model.json: lattice shape [3, 3] has 9 sites but d = 10",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "ising", "d": 2, "J": [[0, 1], [1, 0]], "edges": []}}"#),
+            "model.json: give at most one of J, edges and lattice (found J and edges)",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "categorical", "d": 2, "K": 2, "probs": [[0.5, 0.5], [0.6, 0.3]]}}"#),
+            "model.json: probs[1] sums to 0.8999999999999999, not 1 (tolerance 1e-9)",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "categorical", "d": 1, "K": 2, "probs": [[1.0, 0.0]]}}"#),
+            "model.json: probs[0][1] = 0 must be > 0",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "categorical", "d": 1, "K": 2, "probs": [[1, 0]], "logits": [[0, 0]]}}"#),
+            "model.json: give exactly one of probs and logits, not both",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "table", "d": 25, "domain": "binary", "log_prob": []}}"#),
+            "model.json: table has K^d = 2^25 entries, more than 2^24 = 16777216",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "table", "d": 2, "domain": "binary", "log_prob": [0, 1, 2]}}"#),
+            "model.json: log_prob has length 3 but K^d = 2^2 = 4",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1, 2], [3]]}}"#),
+            "model.json: W[1] has 1 entries but W[0] has 2",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "c": [0, 0]}}"#),
+            "model.json: c has length 2 but W has M = 1 columns",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "b": [0, "x"]}}"#),
+            "model.json: b[1] must be a number, found \"x\"",
+        ),
+        (
+            format!(r#"{{{base}, "kind": "rbm", "d": 2, "W": [[1], [3]], "domain": "categorical", "K": 3}}"#),
+            "model.json: domain \"categorical\" is not supported by the rbm model (use spin or binary)",
+        ),
+        (format!(r#"{{{base}, "kind": "ising", "d": 2, "b": [1e400, 0]}}"#), "model.json:1:63: number out of range"),
+        (
+            "{\"schema\": \"dlp.model.v1\",\n \"kind\": \"ising\" \"d\": 2}".into(),
+            "model.json:2:18: expected `,` or `}`",
+        ),
     ];
+    // serde_json places a number error at the token's last character (column 63 above).
     for (text, want) in cases {
         assert_eq!(json_err(&text), want, "for {text}");
     }

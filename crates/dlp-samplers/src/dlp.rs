@@ -56,10 +56,10 @@ impl DlpProposal {
         if alpha.is_nan() || alpha <= 0.0 {
             return Err(format!("step_size (α) must be > 0 (finite, or +inf for the App. D ablation), got {alpha}"));
         }
-        if let Some(h) = &precond {
-            if let Some((i, v)) = h.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v > 0.0)) {
-                return Err(format!("preconditioner[{i}] must be finite and > 0, got {v}"));
-            }
+        if let Some(h) = &precond
+            && let Some((i, v)) = h.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v > 0.0))
+        {
+            return Err(format!("preconditioner[{i}] must be finite and > 0, got {v}"));
         }
         Ok(DlpProposal { alpha, precond })
     }
@@ -465,6 +465,8 @@ impl Chains for DlpChains<'_> {
     /// Per chain: d uniforms for the proposal, then (DMALA, if the proposal moves) one
     /// uniform for the MH test. Chains whose proposal is x itself are not evaluated: DULA
     /// stays, DMALA accepts with A = 0 without drawing.
+    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
+    #[allow(clippy::needless_range_loop)]
     fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
         let space = self.target.space();
         let (d, w, gl) = (self.d, self.w, self.gl);

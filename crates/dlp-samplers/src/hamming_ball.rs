@@ -57,14 +57,12 @@ impl HammingBall {
 /// |H_r| for a block of `b` coordinates with `k` values each: Σ_{j ≤ min(r, b)} C(b, j)(k − 1)^j
 /// (None on overflow).
 pub fn ball_size(b: usize, r: usize, k: usize) -> Option<usize> {
-    let mut total: usize = 0;
+    let mut total: usize = 1; // j = 0: the centre
     let mut choose: usize = 1; // C(b, j)
     let mut pow: usize = 1; // (k − 1)^j
-    for j in 0..=r.min(b) {
-        if j > 0 {
-            choose = choose.checked_mul(b - j + 1)? / j;
-            pow = pow.checked_mul(k - 1)?;
-        }
+    for j in 1..=r.min(b) {
+        choose = choose.checked_mul(b - j + 1)? / j;
+        pow = pow.checked_mul(k - 1)?;
         total = total.checked_add(choose.checked_mul(pow)?)?;
     }
     Some(total)

@@ -281,8 +281,8 @@ mod tests {
             let d = self.space.d;
             let mut s = vec![0.0; d];
             for &n in items {
-                for i in 0..d {
-                    s[i] += self.a[n][i];
+                for (si, ai) in s.iter_mut().zip(&self.a[n]) {
+                    *si += ai;
                 }
                 if d >= 2 {
                     s[0] += self.c[n] * x[1] as f64;
@@ -414,6 +414,7 @@ mod tests {
             assert!(gap > 0.05, "minibatches must change the law here ({gap})");
             assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
             for (y, p) in &row {
+                assert!(*p >= 0.005, "premise of the error rate: m·p ≥ 100 ({y:?}: {p})");
                 let hits = c.positions().chunks(3).filter(|r| r == y).count() as f64 / m as f64;
                 let se = (p * (1.0 - p) / m as f64).sqrt();
                 assert!((hits - p).abs() < 5.0 * se, "B = {b}, {x0:?} → {y:?}: {hits} vs {p}");

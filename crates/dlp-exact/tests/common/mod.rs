@@ -56,3 +56,161 @@ impl Target for LatticeIsing {
         }
     }
 }
+
+use dlp_core::DomainKind;
+use dlp_core::testing::Quadratic;
+use dlp_models::{Couplings, IsingModel, PottsModel, Rbm, TableModel};
+use dlp_samplers::SamplerParams;
+use dlp_exact::reference::RefParams;
+use proptest::prelude::*;
+
+/// A small random model, described by its parameters so proptest can shrink and print it.
+#[derive(Clone, Debug)]
+pub enum ModelSpec {
+    /// Ising with dense random couplings (upper triangle) and fields; spin or binary.
+    Ising { d: usize, j: Vec<f64>, b: Vec<f64>, spin: bool },
+    /// Potts on K classes.
+    Potts { d: usize, k: usize, j: Vec<f64>, h: Vec<f64> },
+    /// RBM with m hidden units.
+    Rbm { d: usize, m: usize, w: Vec<f64>, b: Vec<f64>, c: Vec<f64>, spin: bool },
+    /// Full random table on a categorical space.
+    Table { d: usize, k: usize, logp: Vec<f64> },
+    /// Quadratic on an ordinal space with values `values` (W with its diagonal).
+    Ordinal { d: usize, values: Vec<i64>, w: Vec<f64>, b: Vec<f64> },
+}
+
+fn sym(d: usize, upper: &[f64]) -> Vec<f64> {
+    let mut j = vec![0.0; d * d];
+    let mut t = 0;
+    for r in 0..d {
+        for c in r + 1..d {
+            j[r * d + c] = upper[t];
+            j[c * d + r] = upper[t];
+            t += 1;
+        }
+    }
+    j
+}
+
+impl ModelSpec {
+    pub fn build(&self) -> Box<dyn dlp_core::Target> {
+        match self {
+            ModelSpec::Ising { d, j, b, spin } => {
+                let dom = if *spin { DomainKind::Spin } else { DomainKind::Binary };
+                Box::new(IsingModel::from_dense(*d, &sym(*d, j), b.clone(), dom).unwrap())
+            }
+            ModelSpec::Potts { d, k, j, h } => Box::new(
+                PottsModel::new(dlp_core::Space::categorical(*d, *k), Couplings::from_dense(*d, &sym(*d, j)).unwrap(), h.clone())
+                    .unwrap(),
+            ),
+            ModelSpec::Rbm { d, m, w, b, c, spin } => {
+                let dom = if *spin { DomainKind::Spin } else { DomainKind::Binary };
+                Box::new(Rbm::new(dom, *d, *m, w.clone(), b.clone(), c.clone()).unwrap())
+            }
+            ModelSpec::Table { d, k, logp } => {
+                Box::new(TableModel::new(dlp_core::Space::categorical(*d, *k), logp.clone()).unwrap())
+            }
+            ModelSpec::Ordinal { d, values, w, b } => {
+                Box::new(Quadratic::new(dlp_core::Space::ordinal(*d, values.clone()), w.clone(), b.clone()))
+            }
+        }
+    }
+
+    pub fn is_binary(&self) -> bool {
+        matches!(self, ModelSpec::Ising { .. } | ModelSpec::Rbm { .. })
+    }
+}
+
+fn coef(n: usize, scale: f64) -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(-scale..scale, n)
+}
+
+/// Binary/spin Ising, d ∈ 2..=max_d.
+pub fn ising(max_d: usize) -> impl Strategy<Value = ModelSpec> {
+    (2..=max_d, any::<bool>()).prop_flat_map(|(d, spin)| {
+        (coef(d * (d - 1) / 2, 1.0), coef(d, 1.0)).prop_map(move |(j, b)| ModelSpec::Ising { d, j, b, spin })
+    })
+}
+
+/// RBM with d ∈ 2..=max_d visibles and 1..=3 hiddens.
+pub fn rbm(max_d: usize) -> impl Strategy<Value = ModelSpec> {
+    (2..=max_d, 1usize..=3, any::<bool>()).prop_flat_map(|(d, m, spin)| {
+        (coef(d * m, 1.5), coef(d, 1.0), coef(m, 1.0)).prop_map(move |(w, b, c)| ModelSpec::Rbm { d, m, w, b, c, spin })
+    })
+}
+
+/// Potts (K ∈ 2..=4) or a random table, with at most `max_states` states.
+pub fn categorical(max_states: usize) -> impl Strategy<Value = ModelSpec> {
+    (1usize..=4, 2usize..=4, any::<bool>())
+        .prop_filter("space too large", move |(d, k, _)| k.pow(*d as u32) <= max_states)
+        .prop_flat_map(|(d, k, potts)| {
+            if potts {
+                (coef(d * (d - 1) / 2, 1.0), coef(d * k, 1.0)).prop_map(move |(j, h)| ModelSpec::Potts { d, k, j, h }).boxed()
+            } else {
+                coef(k.pow(d as u32), 2.0).prop_map(move |logp| ModelSpec::Table { d, k, logp }).boxed()
+            }
+        })
+}
+
+/// Ordinal quadratic (values a random increasing set of 3..=5 integers), d ∈ 1..=3.
+pub fn ordinal() -> impl Strategy<Value = ModelSpec> {
+    (1usize..=3, prop::collection::btree_set(-3i64..=4, 3..=5)).prop_flat_map(|(d, vals)| {
+        let values: Vec<i64> = vals.into_iter().collect();
+        (coef(d * d, 0.4), coef(d, 1.0)).prop_map(move |(w, b)| ModelSpec::Ordinal { d, values: values.clone(), w, b })
+    })
+}
+
+/// Every model kind (binary-like up to 2^max_d states).
+pub fn any_model(max_d: usize) -> impl Strategy<Value = ModelSpec> {
+    prop_oneof![3 => ising(max_d), 2 => rbm(max_d.min(6)), 2 => categorical(1 << max_d), 1 => ordinal()]
+}
+
+/// A registered sampler configuration used by the suite.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub name: &'static str,
+    pub step_size: Option<f64>,
+    pub precond: bool,
+    /// Leaves π invariant (all but DULA variants).
+    pub exact: bool,
+}
+
+/// The sampler configurations the suite runs (every registry stem; see `registry_is_covered`).
+pub fn cases() -> Vec<Case> {
+    let c = |name, step_size, precond, exact| Case { name, step_size, precond, exact };
+    vec![
+        c("dula", Some(0.4), false, false),
+        c("dmala", Some(0.6), false, true),
+        c("pdula", Some(0.4), true, false),
+        c("pdmala", Some(0.6), true, true),
+        c("gibbs", None, false, true),
+        c("gibbs-sweep", None, false, true),
+        c("bg-1", None, false, true),
+        c("bg-2", None, false, true),
+        c("hb-2-1", None, false, true),
+        c("hb-3-2", None, false, true),
+        c("gwg", None, false, true),
+        c("gwg-2", None, false, true),
+        c("gwg-3", None, false, true),
+        c("lb", None, false, true),
+        c("block-gibbs", None, false, true),
+    ]
+}
+
+/// A preconditioner that differs per coordinate.
+pub fn precond(d: usize) -> Vec<f64> {
+    (0..d).map(|i| 0.5 + 0.75 * (i % 3) as f64).collect()
+}
+
+impl Case {
+    pub fn params(&self, d: usize) -> SamplerParams {
+        SamplerParams {
+            step_size: self.step_size,
+            preconditioner: self.precond.then(|| precond(d)),
+            batch_size: None,
+        }
+    }
+    pub fn ref_params(&self, d: usize) -> RefParams {
+        RefParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
+    }
+}

@@ -6,6 +6,7 @@ use super::*;
 use crate::registry::build_sampler;
 use dlp_core::testing::{PairwiseCategorical, Quadratic};
 use dlp_core::{DomainKind, chain_rng, chain_rngs};
+use rand::RngExt;
 
 // ---------------------------------------------------------------- helpers (shared with sgdlp)
 
@@ -41,8 +42,9 @@ pub(crate) fn stationary(p: &[Vec<f64>]) -> Vec<f64> {
         rhs.swap(c, piv);
         for r in c + 1..n {
             let m = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= m * a[c][k];
+            let pivot_row = a[c].clone();
+            for (ark, ack) in a[r][c..].iter_mut().zip(&pivot_row[c..]) {
+                *ark -= m * ack;
             }
             rhs[r] -= m * rhs[c];
         }
@@ -453,10 +455,14 @@ fn infinite_step_size_flips_with_sigmoid_of_half_gradient() {
 #[test]
 fn tiny_step_size_stays_put() {
     let t = Quadratic::spec_tiny();
-    for alpha in [1e-3, 1e-300] {
-        let row = sampler(false, alpha, None).transition_row(&t, &[0, 1, 0], 0);
-        let stay = row.iter().find(|(s, _)| s == &[0, 1, 0]).unwrap().1;
-        assert!(stay > 1.0 - 1e-200 && stay <= 1.0, "α = {alpha}: stay {stay}");
+    // As α → 0 DLP stays put w.p. → 1 (§4.10); 1e-310 makes 1/(2α) overflow to +∞.
+    for alpha in [1e-3, 1e-300, 1e-310] {
+        for mh in [false, true] {
+            let row = sampler(mh, alpha, None).transition_row(&t, &[0, 1, 0], 0);
+            let stay = row.iter().find(|(s, _)| s == &[0, 1, 0]).unwrap().1;
+            let moved: f64 = row.iter().filter(|(s, _)| s != &[0, 1, 0]).map(|r| r.1).sum();
+            assert!(stay == 1.0 && moved < 1e-200, "α = {alpha}: stay {stay}, moved {moved}");
+        }
     }
 }
 
@@ -632,7 +638,8 @@ fn ordinal_cos_counterexample_is_independent_of_a() {
 /// frequency against `transition_row` within 5 standard errors, sqrt(p(1−p)/m). For
 /// m = 20,000 and every p ≥ 0.005 here (so m·p ≥ 100), the normal approximation gives a
 /// two-sided 5σ tail of 5.7e-7 per cell; over ≤ 9 cells × 4 experiments the false-failure
-/// rate is below 1e-4 (Bonferroni), allowing generously for the binomial skew.
+/// rate is below 1e-4 (Bonferroni), allowing generously for the binomial skew. The premise
+/// p ≥ 0.005 is asserted, so a model change that breaks it fails loudly instead of silently.
 fn check_one_step(k: &DlpSampler, t: &dyn Target, x0: &[u32], seed: u64) {
     let m = 20_000;
     let d = x0.len();
@@ -644,6 +651,7 @@ fn check_one_step(k: &DlpSampler, t: &dyn Target, x0: &[u32], seed: u64) {
     let row = k.transition_row(t, x0, 0);
     assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
     for (y, p) in &row {
+        assert!(*p >= 0.005, "premise of the error rate: every cell has m·p ≥ 100 ({y:?}: {p})");
         let hits = c.positions().chunks(d).filter(|r| r == y).count() as f64;
         let se = (p * (1.0 - p) / m as f64).sqrt();
         assert!((hits / m as f64 - p).abs() < 5.0 * se, "{x0:?} → {y:?}: {} vs {p}", hits / m as f64);
@@ -699,6 +707,20 @@ fn chains_started_together_or_apart_agree() {
             }
         }
     }
+}
+
+#[test]
+fn runner_output_does_not_depend_on_threads_or_task_size() {
+    use dlp_core::{RunOptions, run_chains};
+    let t = PairwiseCategorical::spec_small();
+    let k = sampler(true, 0.8, None);
+    let x0: Vec<u32> = (0..14).map(|i| i % 3).collect();
+    let run = |threads, chains_per_task| {
+        run_chains(&k, &t, &x0, 60, &RunOptions { seed: 3, threads, chains_per_task }, |_, _| ()).unwrap().final_states
+    };
+    let reference = run(1, 7);
+    assert_eq!(run(2, 1), reference);
+    assert_eq!(run(2, 3), reference);
 }
 
 #[test]
@@ -797,4 +819,50 @@ fn parameters_are_checked() {
     let s = build_sampler("dula", &params(Some(0.2), None)).unwrap();
     let t = Quadratic::spec_tiny();
     assert!(matches!(s.start(&t, &[0, 0, 2]).err().unwrap(), SamplerError::BadInitialState(_)));
+}
+
+// ---------------------------------------------------------------- §4.9 / §4.2 on the 5×5 Ising
+
+/// Runs 400 chains on the 5×5 periodic Ising of §4.1 (σ_c = 0.1, b = 0.2, spins sampled on
+/// bits) from the code's initial law (P(s_i = +1) = (1 + tanh 0.2)/2), 500 burn-in and 2,500
+/// measured steps; returns (mean s, acceptance, proposed flips, accepted flips) per step.
+fn ising_run(k: &DlpSampler) -> (f64, f64, f64, f64) {
+    use dlp_core::setup_rng;
+    let t = dlp_models::ising::IsingModel::paper_lattice(5, 0.1, 0.2);
+    let (n, d) = (400, 25);
+    let mut rng = setup_rng(42);
+    let p_up = (1.0 + 0.2f64.tanh()) / 2.0;
+    let x0: Vec<u32> = (0..n * d).map(|_| (rng.random::<f64>() < p_up) as u32).collect();
+    let mut c = k.start_chains(&t, &x0).unwrap();
+    let mut rngs = chain_rngs(42, 0, n);
+    let mut info = vec![StepInfo::default(); n];
+    let (mut s, mut acc, mut prop, mut moved) = (0.0, 0.0, 0.0, 0.0);
+    let steps = 2500;
+    for step in 0..500 + steps {
+        c.step(&mut rngs, &mut info);
+        if step >= 500 {
+            s += c.positions().iter().map(|&b| 2.0 * b as f64 - 1.0).sum::<f64>() / (n * d) as f64;
+            acc += info.iter().map(|i| i.accept_prob).sum::<f64>() / n as f64;
+            prop += info.iter().map(|i| i.n_proposed as f64).sum::<f64>() / n as f64;
+            moved += info.iter().map(|i| i.n_changed as f64).sum::<f64>() / n as f64;
+        }
+    }
+    let m = steps as f64;
+    (s / m, acc / m, prop / m, moved / m)
+}
+
+/// Spec §4.9 (stochastic reference values, tolerance ±0.02 on acceptance and E[s]) and §4.2
+/// (DULA's exact stationary mean 0.423176507183 at α = 0.2). Tolerances: the Monte Carlo
+/// error of these averages over 10^6 chain-steps is ~1e-3 (per-step magnetisation sd ≈ 0.2,
+/// integrated autocorrelation a few steps, 400 chains), so ±0.02 (resp. ±0.1 flips, ±0.01 for
+/// the exact DULA mean) is ≥ 10 standard errors: false failures are far below 1e-3.
+#[test]
+fn ising_5x5_matches_spec_4_9_and_4_2() {
+    let (s, acc, prop, moved) = ising_run(&sampler(true, 0.2, None));
+    assert!((s - 0.482969842236).abs() < 0.02, "DMALA E[s] = {s}");
+    assert!((acc - 0.937).abs() < 0.02, "DMALA acceptance = {acc}");
+    assert!((prop - 1.53).abs() < 0.1, "DMALA proposed flips = {prop}");
+    assert!((moved - 1.39).abs() < 0.1, "DMALA accepted flips = {moved}");
+    let (s, ..) = ising_run(&sampler(false, 0.2, None));
+    assert!((s - 0.423176507183).abs() < 0.01, "DULA E[s] = {s} (exact π_α mean 0.42318)");
 }

@@ -1,0 +1,176 @@
+//! `dlp sample` end to end: the error rows of `gof.md` §10.5 that apply to sampling (one
+//! `error:` line, exit 2, nothing on stdout, no output file) and a happy path whose output
+//! is read back with the samples grammar.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A 4×4 periodic spin Ising model file (`gof.md` §10.3), written by hand here.
+const ISING: &str = r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 16, "domain": "spin",
+ "lattice": {"shape": [4, 4], "periodic": true, "coupling": 0.2},
+ "b": [0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]}"#;
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Case {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.json"), ISING).unwrap();
+        Case { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Runs `dlp sample --model m.json --out out.csv …` with a default sampler and sizes that
+    /// `args` may override (clap takes the last occurrence of a flag only for some flags, so
+    /// the defaults are added only when absent).
+    fn sample(&self, args: &[&str]) -> Output {
+        let mut all: Vec<String> = vec!["sample".into()];
+        let has = |flag: &str| args.contains(&flag);
+        if !has("--model") {
+            all.extend(["--model".into(), self.path("m.json").display().to_string()]);
+        }
+        if !has("--out") {
+            all.extend(["--out".into(), self.path("out.csv").display().to_string()]);
+        }
+        for (flag, value) in [("--sampler", "dmala"), ("--step-size", "0.4"), ("--chains", "12"), ("--steps", "50")] {
+            if !has(flag) {
+                all.extend([flag.into(), value.into()]);
+            }
+        }
+        all.extend(args.iter().map(|s| s.to_string()));
+        Command::new(env!("CARGO_BIN_EXE_dlp")).args(&all).output().unwrap()
+    }
+}
+
+/// Exit 2, nothing on stdout, exactly one stderr line `error: …` containing `needle`, no out.csv.
+fn assert_input_error(case: &Case, out: &Output, needle: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "{stderr:?} lacks {needle:?}");
+    assert!(!case.path("out.csv").exists(), "output file created");
+    stderr
+}
+
+fn read_rows(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| l.split(',').map(str::to_string).collect()).collect()
+}
+
+#[test]
+fn final_states_are_written_and_read_back_with_the_samples_grammar() {
+    let case = Case::new();
+    let trace = case.path("trace.csv");
+    let out = case.sample(&["--seed", "5", "--burn-in", "10", "--thin", "5", "--trace", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+
+    let rows = read_rows(&case.path("out.csv"));
+    let header: Vec<String> = (0..16).map(|i| format!("x{i}")).collect();
+    assert_eq!(rows[0], header);
+    assert_eq!(rows.len(), 1 + 12);
+    assert!(rows[1..].iter().flatten().all(|v| v == "-1" || v == "1"));
+
+    // The models crate reads it back as 12 spin states.
+    let model = dlp_models::load_model(&case.path("m.json")).unwrap();
+    let space = dlp_core::Target::space(&model).clone();
+    let samples =
+        dlp_models::read_samples(&case.path("out.csv"), &space, "ising", dlp_models::Delimiter::Auto).unwrap();
+    assert_eq!((samples.n, samples.d), (12, 16));
+
+    // Trace: steps 15, 20, …, 50 (8 kept) for each of the 12 chains, chain-major, and its
+    // last state of each chain is the final state.
+    let t = read_rows(&trace);
+    assert_eq!(t[0][..2], ["chain".to_string(), "step".to_string()]);
+    assert_eq!(t.len(), 1 + 12 * 8);
+    let steps: Vec<&str> = t[1..9].iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(steps, ["15", "20", "25", "30", "35", "40", "45", "50"]);
+    for chain in 0..12 {
+        let last = &t[1 + chain * 8 + 7];
+        assert_eq!(last[0], chain.to_string());
+        assert_eq!(last[2..], rows[1 + chain][..]);
+    }
+}
+
+#[test]
+fn output_does_not_depend_on_threads_and_follows_the_seed() {
+    let case = Case::new();
+    let run = |threads: &str, seed: &str, name: &str| {
+        let p = case.path(name);
+        let out = case.sample(&["--threads", threads, "--seed", seed, "--out", p.to_str().unwrap(), "--init", "zeros"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read(p).unwrap()
+    };
+    let a = run("1", "9", "a.csv");
+    assert_eq!(a, run("2", "9", "b.csv"));
+    assert_ne!(a, run("2", "10", "c.csv"));
+}
+
+#[test]
+fn unknown_sampler_lists_the_known_ones() {
+    let case = Case::new();
+    let out = case.sample(&["--sampler", "nope"]);
+    let line = assert_input_error(&case, &out, "unknown sampler \"nope\"");
+    for known in ["dmala", "dula", "lb"] {
+        assert!(line.contains(known), "{line}");
+    }
+}
+
+#[test]
+fn bad_step_sizes_are_rejected() {
+    let case = Case::new();
+    for bad in ["0", "-0.5", "NaN", "inf"] {
+        let out = case.sample(&["--step-size", bad]);
+        assert_input_error(&case, &out, "--step-size must be a finite number > 0");
+    }
+}
+
+#[test]
+fn zero_chains_and_zero_thin_are_rejected() {
+    let case = Case::new();
+    assert_input_error(&case, &case.sample(&["--chains", "0"]), "--chains must be at least 1");
+    assert_input_error(&case, &case.sample(&["--thin", "0"]), "--thin must be at least 1");
+}
+
+#[test]
+fn model_file_errors_are_printed_verbatim() {
+    let case = Case::new();
+    std::fs::write(case.path("bad.json"), "{\"schema\": \"dlp.model.v1\",\n \"kind\": ising}\n").unwrap();
+    std::fs::write(case.path("asym.json"), r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 2, "J": [[0, 0.2], [0.1, 0]]}"#)
+        .unwrap();
+    for name in ["bad.json", "asym.json", "missing.json"] {
+        let path = case.path(name);
+        let expected = dlp_models::load_model(&path).unwrap_err().to_string();
+        let out = case.sample(&["--model", path.to_str().unwrap()]);
+        let line = assert_input_error(&case, &out, name);
+        assert_eq!(line.trim_end(), format!("error: {expected}"));
+    }
+}
+
+#[test]
+fn unwritable_output_is_an_input_error_before_sampling() {
+    let case = Case::new();
+    let out = case.sample(&["--out", "/nonexistent-dir/sub/out.csv"]);
+    assert_input_error(&case, &out, "--out /nonexistent-dir/sub/out.csv");
+    let trace = case.path("no/such/trace.csv");
+    let out = case.sample(&["--trace", trace.to_str().unwrap()]);
+    assert_input_error(&case, &out, "--trace");
+}
+
+#[test]
+fn argument_errors_are_one_line_and_help_is_not_an_error() {
+    let case = Case::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_dlp")).args(["sample", "--sampler", "dmala"]).output().unwrap();
+    assert_input_error(&case, &out, "--model");
+    let out = Command::new(env!("CARGO_BIN_EXE_dlp")).args(["sample", "--chains", "many"]).output().unwrap();
+    assert_input_error(&case, &out, "many");
+    let out = Command::new(env!("CARGO_BIN_EXE_dlp")).args(["sample", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--step-size"));
+}

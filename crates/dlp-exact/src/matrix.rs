@@ -1,0 +1,370 @@
+//! Dense transition matrices of samplers, stationary laws, residuals and distances, the DULA
+//! closed form π_α ∝ π·Z_α (spec §4.2) and Theorem 5.1's bias bounds in testable form (§4.8).
+//!
+//! Matrices are indexed by [`Space::index_of_state`] (first coordinate most significant).
+//! Rows are built in parallel from the sampler's [`dlp_core::ExactKernel`]; each row is
+//! computed independently, so matrices do not depend on the thread count.
+
+use crate::ExactError;
+use crate::enumerate::{all_states, checked_n_states, log_densities};
+use dlp_core::{DomainKind, Sampler, Space, Target};
+use nalgebra::{DMatrix, DVector, SymmetricEigen};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Largest space whose dense transition matrix is built (2^12 states, 128 MiB).
+pub const MAX_MATRIX_STATES: u64 = 1 << 12;
+
+/// A transition row must sum to 1 within this tolerance (the kernels sum ≤ 2^12 terms).
+pub const ROW_SUM_TOL: f64 = 1e-9;
+
+/// The matrix of phase `phase` of `sampler`'s exact kernel on `target`.
+/// Errors if the sampler has no exact kernel, the space is too large or a row is not a
+/// probability law over valid, distinct states.
+pub fn kernel_matrix(target: &dyn Target, sampler: &dyn Sampler, phase: usize) -> Result<DMatrix<f64>, ExactError> {
+    let space = target.space();
+    let n = checked_n_states(space, MAX_MATRIX_STATES, "kernel_matrix")? as usize;
+    if sampler.exact().is_none() {
+        return Err(ExactError::NoExactKernel(sampler.name()));
+    }
+    let states = all_states(space, MAX_MATRIX_STATES)?;
+    let d = space.d;
+    let rows: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .map(|s| {
+            // `ExactKernel` is not `Sync`; the sampler is, so each worker asks it afresh.
+            let kernel = sampler.exact().expect("checked above");
+            let x = &states[s * d..(s + 1) * d];
+            let mut row = vec![0.0; n];
+            let mut seen = vec![false; n];
+            let mut sum = 0.0;
+            for (y, p) in kernel.transition_row(target, x, phase) {
+                let bad = |why: String| ExactError::BadRow { sampler: sampler.name(), state: s, phase, why };
+                if y.len() != d || space.check_states(&y).is_err() {
+                    return Err(bad(format!("invalid next state {y:?}")));
+                }
+                let t = space.index_of_state(&y) as usize;
+                if seen[t] {
+                    return Err(bad(format!("state {y:?} listed twice")));
+                }
+                if !(p.is_finite() && p >= 0.0) {
+                    return Err(bad(format!("probability {p} of {y:?}")));
+                }
+                seen[t] = true;
+                row[t] = p;
+                sum += p;
+            }
+            if (sum - 1.0).abs() > ROW_SUM_TOL {
+                return Err(ExactError::BadRow {
+                    sampler: sampler.name(),
+                    state: s,
+                    phase,
+                    why: format!("probabilities sum to {sum}"),
+                });
+            }
+            Ok(row)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(DMatrix::from_fn(n, n, |i, j| rows[i][j]))
+}
+
+/// Number of phases of `sampler`'s exact kernel on `target`.
+pub fn n_phases(target: &dyn Target, sampler: &dyn Sampler) -> Result<usize, ExactError> {
+    sampler.exact().map(|k| k.n_phases(target)).ok_or_else(|| ExactError::NoExactKernel(sampler.name()))
+}
+
+/// The one-cycle kernel P_0 P_1 ⋯ P_{m−1} (m = number of phases; a systematic scan's sweep).
+/// Its stationary law is the law the chain visits at multiples of m steps.
+pub fn cycle_matrix(target: &dyn Target, sampler: &dyn Sampler) -> Result<DMatrix<f64>, ExactError> {
+    let m = n_phases(target, sampler)?;
+    let mut p = kernel_matrix(target, sampler, 0)?;
+    for phase in 1..m {
+        p *= kernel_matrix(target, sampler, phase)?;
+    }
+    Ok(p)
+}
+
+/// The stationary law of a transition matrix: solves π(P − I) = 0 with Σπ = 1 by LU
+/// (nalgebra, partial pivoting) on Pᵀ − I with its last row replaced by ones, then one step of
+/// iterative refinement. Errors if the system is singular (no unique stationary law).
+pub fn stationary(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
+    let n = p.nrows();
+    let mut a = p.transpose() - DMatrix::identity(n, n);
+    a.row_mut(n - 1).fill(1.0);
+    let mut b = DVector::zeros(n);
+    b[n - 1] = 1.0;
+    let lu = a.clone().lu();
+    let mut pi = lu.solve(&b).ok_or(ExactError::NoUniqueStationary)?;
+    let r = &b - &a * &pi;
+    if let Some(delta) = lu.solve(&r) {
+        pi += delta;
+    }
+    if pi.iter().any(|v| !v.is_finite()) {
+        return Err(ExactError::NoUniqueStationary);
+    }
+    Ok(pi.iter().copied().collect())
+}
+
+/// ‖πP − π‖∞.
+pub fn stationarity_residual(pi: &[f64], p: &DMatrix<f64>) -> f64 {
+    let n = pi.len();
+    (0..n).map(|j| ((0..n).map(|i| pi[i] * p[(i, j)]).sum::<f64>() - pi[j]).abs()).fold(0.0, f64::max)
+}
+
+/// max_{x,y} |π(x)P(x,y) − π(y)P(y,x)| (0 for a π-reversible kernel).
+pub fn detailed_balance_residual(pi: &[f64], p: &DMatrix<f64>) -> f64 {
+    let n = pi.len();
+    let mut worst: f64 = 0.0;
+    for i in 0..n {
+        for j in i + 1..n {
+            worst = worst.max((pi[i] * p[(i, j)] - pi[j] * p[(j, i)]).abs());
+        }
+    }
+    worst
+}
+
+/// Largest entrywise difference of two matrices of the same shape.
+pub fn max_abs_diff(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
+    assert_eq!(a.shape(), b.shape(), "matrix shapes differ");
+    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+/// ‖p − q‖₁.
+pub fn l1_distance(p: &[f64], q: &[f64]) -> f64 {
+    p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum()
+}
+
+/// Total variation ½‖p − q‖₁.
+pub fn total_variation(p: &[f64], q: &[f64]) -> f64 {
+    0.5 * l1_distance(p, q)
+}
+
+/// Per-coordinate step sizes α·h_i (h ≡ 1 without a preconditioner).
+fn step_sizes(d: usize, alpha: f64, precond: Option<&[f64]>) -> Vec<f64> {
+    (0..d).map(|i| alpha * precond.map_or(1.0, |h| h[i])).collect()
+}
+
+/// log Z_α(x) = Σ_i log Σ_{v∈X_i} exp(½ g_i(x)(v − x_i) − (v − x_i)²/(2αh_i)) for every
+/// state in index order (spec §1.3; one-hot form for categorical spaces, §1.6:
+/// ½(G_{i,k} − G_{i,c_i}) − [k ≠ c_i]/(αh_i)). Written from the spec, independent of the
+/// samplers' arithmetic (plain exp/ln, max-shifted sums).
+pub fn dlp_log_normalisers(target: &dyn Target, alpha: f64, precond: Option<&[f64]>) -> Result<Vec<f64>, ExactError> {
+    let space = target.space();
+    let states = all_states(space, crate::enumerate::MAX_PROBS)?;
+    let (d, k, w) = (space.d, space.k(), space.grad_width());
+    let a = step_sizes(d, alpha, precond);
+    let out = states
+        .par_chunks(d)
+        .map(|x| {
+            let mut g = vec![0.0; space.grad_len()];
+            target.log_density_grad(x, &mut g);
+            let mut log_z = 0.0;
+            for i in 0..d {
+                let c = x[i] as usize;
+                let logits: Vec<f64> = (0..k)
+                    .map(|v| {
+                        if space.kind == DomainKind::Categorical {
+                            let moved = if v == c { 0.0 } else { 1.0 };
+                            0.5 * (g[i * w + v] - g[i * w + c]) - moved / a[i]
+                        } else {
+                            let delta = space.coordinate(v as u32) - space.coordinate(c as u32);
+                            0.5 * g[i] * delta - delta * delta / (2.0 * a[i])
+                        }
+                    })
+                    .collect();
+                let m = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                log_z += m + logits.iter().map(|l| (l - m).exp()).sum::<f64>().ln();
+            }
+            log_z
+        })
+        .collect();
+    Ok(out)
+}
+
+/// The DULA stationary law π_α ∝ exp(f)·Z_α (spec §4.2). Exact when f is log-quadratic in
+/// the sampler coordinates and the gradient is that of the quadratic (any diagonal);
+/// otherwise only a reference point (it is not DULA's law).
+pub fn dula_closed_form(target: &dyn Target, alpha: f64, precond: Option<&[f64]>) -> Result<Vec<f64>, ExactError> {
+    let f = log_densities(target)?;
+    let lz = dlp_log_normalisers(target, alpha, precond)?;
+    Ok(normalise_log(&f.iter().zip(&lz).map(|(a, b)| a + b).collect::<Vec<_>>()))
+}
+
+/// exp(v − logsumexp(v)).
+fn normalise_log(v: &[f64]) -> Vec<f64> {
+    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let s: f64 = v.iter().map(|x| (x - m).exp()).sum();
+    v.iter().map(|x| (x - m).exp() / s).collect()
+}
+
+/// Theorem 5.1 in testable form (spec §4.8 items 2–4) for a log-quadratic target
+/// f(x) = xᵀWx + bᵀx on an integer-valued domain (binary, spin-as-bits, ordinal).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Thm51Bounds {
+    /// ‖π_α − π‖₁ from the closed form.
+    pub bias_l1: f64,
+    /// Item 2: 2(Ẑ − 1), Ẑ = Σ_x π(x) Z_α(x).
+    pub hat_z_bound: f64,
+    /// λ_min of the symmetric part of W.
+    pub lambda_min: f64,
+    /// Item 3 (only when 1/α + λ_min ≥ 0):
+    /// (2/Z) e^{−λ_min/2} e^{−1/(2α)} Σ_{x≠x'} e^{½(f(x)+f(x'))}.
+    pub eigen_bound: Option<f64>,
+    /// Item 4 (binary/spin only): (1 + e^{(G − 1/α)/2})^D − 1, G = max_{x,i} |g_i(x)|.
+    pub binary_bound: Option<f64>,
+}
+
+/// Computes [`Thm51Bounds`] for `target` with W given in the sampler coordinates (d × d
+/// row-major; only its symmetric part matters).
+///
+/// Assumptions, checked here: the domain is integer-valued and not categorical (so a move
+/// δ ≠ 0 has ‖δ‖² ≥ 1); `target`'s f is xᵀWx + bᵀx with gradient (W + Wᵀ)x + b — the caller
+/// vouches for that (e.g. `dlp_core::testing::Quadratic`). Proofs (π_α = π·Z_α/Ẑ, Z_α ≥ 1
+/// because "stay" contributes e⁰ per coordinate):
+/// 2. Σπ|Z_α/Ẑ − 1| ≤ Σπ(|Z_α − 1| + |Ẑ − 1|)/Ẑ = 2(Ẑ − 1)/Ẑ ≤ 2(Ẑ − 1).
+/// 3. Ẑ − 1 = (1/Z)Σ_{x≠x'} exp(½(f+f') − ½δᵀWδ − ‖δ‖²/(2α)) and
+///    −½δᵀWδ − ‖δ‖²/(2α) ≤ −½‖δ‖²(λ_min + 1/α) ≤ −½(λ_min + 1/α) when λ_min + 1/α ≥ 0.
+/// 4. Z_i ≤ 1 + e^{(G − 1/α)/2} =: B^{1/D}, so Z_α/Ẑ ∈ [1/B, B] and |Z_α/Ẑ − 1| ≤ B − 1.
+pub fn thm51_bounds(target: &dyn Target, w: &[f64], alpha: f64) -> Result<Thm51Bounds, ExactError> {
+    let space = target.space();
+    let d = space.d;
+    if space.kind == DomainKind::Categorical {
+        return Err(ExactError::Assumption("Theorem 5.1 bounds: categorical (one-hot) domains are not covered".into()));
+    }
+    if w.len() != d * d {
+        return Err(ExactError::Assumption(format!("W has {} entries, expected d² = {}", w.len(), d * d)));
+    }
+    let f = log_densities(target)?;
+    let pi = normalise_log(&f);
+    let lz = dlp_log_normalisers(target, alpha, None)?;
+    let pi_a = normalise_log(&f.iter().zip(&lz).map(|(a, b)| a + b).collect::<Vec<_>>());
+    let hat_z: f64 = pi.iter().zip(&lz).map(|(p, l)| p * l.exp()).sum();
+    let wsym = DMatrix::from_fn(d, d, |i, j| 0.5 * (w[i * d + j] + w[j * d + i]));
+    let lambda_min = SymmetricEigen::new(wsym).eigenvalues.iter().copied().fold(f64::INFINITY, f64::min);
+    let eigen_bound = (1.0 / alpha + lambda_min >= 0.0).then(|| {
+        let m = f.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let half: f64 = f.iter().map(|x| (0.5 * (x - m)).exp()).sum();
+        let full: f64 = f.iter().map(|x| (x - m).exp()).sum();
+        2.0 * (-0.5 * lambda_min - 0.5 / alpha).exp() * (half * half - full) / full
+    });
+    let binary_bound = if space.is_binary_like() {
+        let states = all_states(space, crate::enumerate::MAX_PROBS)?;
+        let mut g = vec![0.0; d];
+        let mut big_g: f64 = 0.0;
+        for x in states.chunks(d) {
+            target.log_density_grad(x, &mut g);
+            big_g = g.iter().fold(big_g, |m, v| m.max(v.abs()));
+        }
+        Some((1.0 + (0.5 * (big_g - 1.0 / alpha)).exp()).powi(d as i32) - 1.0)
+    } else {
+        None
+    };
+    Ok(Thm51Bounds { bias_l1: l1_distance(&pi_a, &pi), hat_z_bound: 2.0 * (hat_z - 1.0), lambda_min, eigen_bound, binary_bound })
+}
+
+/// What `dlp exact` reports for one sampler on one model.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExactReport {
+    /// The sampler's name.
+    pub sampler: String,
+    /// Number of states.
+    pub n_states: usize,
+    /// Phases of the kernel (the law below is that of the one-cycle kernel).
+    pub n_phases: usize,
+    /// The states in index order, as user values (−1/+1 for spin).
+    pub states: Vec<Vec<i64>>,
+    /// The target π.
+    pub target: Vec<f64>,
+    /// The sampler's stationary law (of the one-cycle kernel).
+    pub stationary: Vec<f64>,
+    /// Total variation between the stationary law and π.
+    pub total_variation: f64,
+    /// ‖πP − π‖∞ with π the target (≈ 1e−16 for an exact sampler).
+    pub target_residual: f64,
+    /// ‖π̂P − π̂‖∞ of the solved stationary law π̂ (accuracy of the solve).
+    pub solve_residual: f64,
+    /// max |π(x)P(x,y) − π(y)P(y,x)| with π the target (0 for a π-reversible kernel).
+    pub detailed_balance_residual: f64,
+}
+
+/// Builds the one-cycle matrix of `sampler` on `target`, solves for its stationary law and
+/// compares it with π.
+pub fn exact_report(target: &dyn Target, sampler: &dyn Sampler) -> Result<ExactReport, ExactError> {
+    let space: &Space = target.space();
+    let p = cycle_matrix(target, sampler)?;
+    let pi = crate::enumerate::probabilities(target)?;
+    let stat = stationary(&p)?;
+    let states = all_states(space, MAX_MATRIX_STATES)?;
+    Ok(ExactReport {
+        sampler: sampler.name(),
+        n_states: pi.len(),
+        n_phases: n_phases(target, sampler)?,
+        states: states.chunks(space.d).map(|x| x.iter().map(|&c| space.value(c)).collect()).collect(),
+        total_variation: total_variation(&stat, &pi),
+        target_residual: stationarity_residual(&pi, &p),
+        solve_residual: stationarity_residual(&stat, &p),
+        detailed_balance_residual: detailed_balance_residual(&pi, &p),
+        target: pi,
+        stationary: stat,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlp_core::testing::{PairwiseCategorical, Quadratic};
+
+    #[test]
+    fn stationary_solves_a_two_state_chain() {
+        let p = DMatrix::from_row_slice(2, 2, &[0.9, 0.1, 0.3, 0.7]);
+        let pi = stationary(&p).unwrap();
+        assert!((pi[0] - 0.75).abs() < 1e-15 && (pi[1] - 0.25).abs() < 1e-15);
+        assert!(stationarity_residual(&pi, &p) < 1e-15);
+        assert!(detailed_balance_residual(&pi, &p) < 1e-15);
+        let reducible = DMatrix::identity(2, 2);
+        assert!(stationary(&reducible).is_err());
+    }
+
+    #[test]
+    fn closed_form_matches_spec_4_3_and_4_5() {
+        let t = Quadratic::spec_tiny();
+        let lz = dlp_log_normalisers(&t, 0.5, None).unwrap();
+        let z = [2.5467504694, 2.3343609472, 5.0110137897, 2.3985887757, 2.5512765352, 4.8972013268, 1.9421409364, 1.9544894384];
+        for (a, b) in lz.iter().zip(z) {
+            assert!((a.exp() - b).abs() < 1e-9);
+        }
+        let pa = dula_closed_form(&t, 0.5, None).unwrap();
+        let expect = [0.0809512813, 0.0952750009, 0.0790964137, 0.1321463263, 0.1094669988, 0.0812631920, 0.2049611045, 0.2168396824];
+        for (a, b) in pa.iter().zip(expect) {
+            assert!((a - b).abs() < 1e-9);
+        }
+        let pre = dula_closed_form(&t, 0.5, Some(&[0.5, 1.0, 2.0])).unwrap();
+        let expect = [0.07943297, 0.09874922, 0.07031317, 0.11641384, 0.10573862, 0.07879958, 0.22600887, 0.22454374];
+        for (a, b) in pre.iter().zip(expect) {
+            assert!((a - b).abs() < 1e-8);
+        }
+        let c = PairwiseCategorical::spec_small();
+        let pa = dula_closed_form(&c, 1.0, None).unwrap();
+        let expect =
+            [0.1922859965, 0.1413208480, 0.1337278830, 0.0672630122, 0.1201493110, 0.0691840020, 0.0978285845, 0.1145667549, 0.0636736080];
+        for (a, b) in pa.iter().zip(expect) {
+            assert!((a - b).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn thm51_bounds_match_spec_4_8() {
+        let t = Quadratic::spec_tiny();
+        let b = thm51_bounds(&t, &t.w, 0.1).unwrap();
+        assert!((b.lambda_min + 1.2752971669).abs() < 1e-9);
+        assert!((b.bias_l1 - 4.3153e-3).abs() < 1e-7, "{b:?}");
+        assert!((b.hat_z_bound - 3.637e-2).abs() < 1e-5, "{b:?}");
+        assert!((b.eigen_bound.unwrap() - 1.574e-1).abs() < 1e-4, "{b:?}");
+        assert!((b.binary_bound.unwrap() - 5.318e-2).abs() < 1e-5, "{b:?}");
+        let b = thm51_bounds(&t, &t.w, 0.05).unwrap();
+        assert!((b.bias_l1 - 2.9192e-5).abs() < 1e-8, "{b:?}");
+        assert!((b.hat_z_bound - 2.435e-4).abs() < 1e-7, "{b:?}");
+        assert!((b.eigen_bound.unwrap() - 1.060e-3).abs() < 1e-6, "{b:?}");
+        assert!((b.binary_bound.unwrap() - 3.522e-4).abs() < 1e-7, "{b:?}");
+    }
+}
