@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 /// How to run a set of chains.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Master seed; chain j uses stream j + 1 of it.
     pub seed: u64,
@@ -20,12 +20,6 @@ pub struct RunOptions {
     pub threads: usize,
     /// Chains per parallel task (0 = split evenly over the threads). Does not change results.
     pub chains_per_task: usize,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions { seed: 0, threads: 0, chains_per_task: 0 }
-    }
 }
 
 /// Where a task is when its observer is called.

@@ -117,7 +117,7 @@ impl Space {
 
     /// Checks that `xs` holds whole states with indices below K; names the first bad entry.
     pub fn check_states(&self, xs: &[u32]) -> Result<(), String> {
-        if self.d == 0 || xs.len() % self.d != 0 {
+        if self.d == 0 || !xs.len().is_multiple_of(self.d) {
             return Err(format!("state buffer of length {} is not a multiple of d = {}", xs.len(), self.d));
         }
         let k = self.k() as u32;

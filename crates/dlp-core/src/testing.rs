@@ -63,8 +63,8 @@ impl Target for Quadratic {
         for ((row, o), g) in xs.chunks(d).zip(log_density.iter_mut()).zip(grad.chunks_mut(d)) {
             let v = self.coords(row);
             *o = self.f(&v);
-            for i in 0..d {
-                g[i] = self.b[i] + (0..d).map(|j| (self.w[i * d + j] + self.w[j * d + i]) * v[j]).sum::<f64>();
+            for (i, gi) in g.iter_mut().enumerate() {
+                *gi = self.b[i] + (0..d).map(|j| (self.w[i * d + j] + self.w[j * d + i]) * v[j]).sum::<f64>();
             }
         }
     }

@@ -5,8 +5,10 @@
 //! 3×3 lattice (512 states): DULA's transition matrix from its exact kernel, stationary law by
 //! a linear solve, cross-checked against the closed form π_α ∝ π·Z_α (§4.2) and the §4.7
 //! table. 4×4 lattice (65,536 states, the figure): the closed form only (a dense matrix would
-//! hold 2^32 entries); it is exact because the Ising f is quadratic in the bits. Both
-//! lattices use σ_c = 0.1, b = 0.2 (the paper's App. I.1 model is lost; these are the spec's).
+//! hold 2^32 entries); it is exact because the Ising f is quadratic in the bits. The plotted
+//! bias is the closed form: below α ≈ 0.03 DULA almost never moves (P ≈ I), the stationary
+//! solve loses its digits (error ~1e-16 / spectral gap) and the matrix value is unreliable;
+//! `bias.csv` keeps both, and `summary.json` reports where they agree. Both lattices use σ_c = 0.1, b = 0.2 (the paper's App. I.1 model is lost; these are the spec's).
 //!
 //! Files: `results/fig1a/{bias.csv, summary.json, fig1a.svg, fig1a.png, meta.json}`.
 
@@ -54,8 +56,10 @@ struct Args {
 struct Point {
     side: usize,
     alpha: f64,
-    /// ‖π_α − π‖₁ (from the matrix on 3×3, the closed form on 4×4).
+    /// ‖π_α − π‖₁ with π_α from the closed form.
     l1: f64,
+    /// ‖π_α − π‖₁ with π_α from the transition matrix (3×3 only).
+    l1_matrix: Option<f64>,
     /// ‖matrix stationary − closed form‖₁ (3×3 only).
     matrix_vs_closed: Option<f64>,
     /// ‖π_α P − π_α‖∞ of the solved law (3×3 only).
@@ -110,24 +114,24 @@ fn run(args: Args) -> Result<()> {
         }
         for &alpha in &alphas {
             let closed = dula_closed_form(target, alpha, None)?;
-            let (law, matrix_vs_closed, solve_residual) = if side == 3 {
+            let (l1_matrix, matrix_vs_closed, solve_residual) = if side == 3 {
                 let sampler = build_sampler("dula", &SamplerParams { step_size: Some(alpha), ..Default::default() })?;
                 let p = kernel_matrix(target, sampler.as_ref(), 0)?;
                 let law = stationary(&p)?;
                 let res = stationarity_residual(&law, &p);
-                let diff = l1_distance(&law, &closed);
-                (law, Some(diff), Some(res))
+                (Some(l1_distance(&law, &pi)), Some(l1_distance(&law, &closed)), Some(res))
             } else {
-                (closed, None, None)
+                (None, None, None)
             };
             let b = thm51_bounds(target, &w, alpha)?;
             points.push(Point {
                 side,
                 alpha,
-                l1: l1_distance(&law, &pi),
+                l1: l1_distance(&closed, &pi),
+                l1_matrix,
                 matrix_vs_closed,
                 solve_residual,
-                mean_s: expect(&law),
+                mean_s: expect(&closed),
                 hat_z_bound: b.hat_z_bound,
                 eigen_bound: b.eigen_bound,
                 binary_bound: b.binary_bound,
@@ -145,6 +149,7 @@ fn run(args: Args) -> Result<()> {
                 p.alpha.to_string(),
                 format!("{:e}", p.l1),
                 format!("{:e}", 0.5 * p.l1),
+                opt(p.l1_matrix),
                 p.mean_s.to_string(),
                 opt(p.matrix_vs_closed),
                 format!("{:e}", p.hat_z_bound),
@@ -153,14 +158,25 @@ fn run(args: Args) -> Result<()> {
             ]
         })
         .collect();
-    let header = ["lattice", "alpha", "l1", "tv", "mean_s", "l1_matrix_vs_closed_form", "bound_hat_z", "bound_eigen", "bound_binary"];
+    let header = [
+        "lattice",
+        "alpha",
+        "l1",
+        "tv",
+        "l1_matrix",
+        "mean_s",
+        "l1_matrix_vs_closed_form",
+        "bound_hat_z",
+        "bound_eigen",
+        "bound_binary",
+    ];
     run.write_csv("bias.csv", &header, &rows)?;
 
     let table: Vec<Value> = SPEC_3X3
         .iter()
         .filter_map(|&(a, l1, m)| {
             let p = points.iter().find(|p| p.side == 3 && (p.alpha - a).abs() < 1e-12)?;
-            Some(json!({"alpha": a, "l1": p.l1, "tv": 0.5 * p.l1, "mean_s": p.mean_s,
+            Some(json!({"alpha": a, "l1": p.l1, "tv": 0.5 * p.l1, "l1_matrix": p.l1_matrix, "mean_s": p.mean_s,
                 "spec_l1": l1, "spec_mean_s": m, "l1_diff": p.l1 - l1, "mean_s_diff": p.mean_s - m}))
         })
         .collect();
@@ -182,6 +198,8 @@ fn run(args: Args) -> Result<()> {
         "spec_3x3": {"log_z": SPEC_3X3_LOG_Z, "mean_s": SPEC_3X3_MEAN_S},
         "table_3x3": table,
         "max_l1_matrix_vs_closed_form": worst(|p| p.matrix_vs_closed),
+        "max_l1_matrix_vs_closed_form_alpha_ge_0.05": points.iter().filter(|p| p.alpha >= 0.05).filter_map(|p| p.matrix_vs_closed).fold(0.0, f64::max),
+        "matrix_note": "below α ≈ 0.03 the 3×3 matrix is ≈ I and the stationary solve loses precision (see l1_matrix_vs_closed_form in bias.csv); the closed form is exact there",
         "max_solve_residual": worst(|p| p.solve_residual),
         "bounds_hold": bounds_hold,
         "bias_increases_with_alpha": monotone,
@@ -194,20 +212,37 @@ fn run(args: Args) -> Result<()> {
     run.write_figure("fig1a", &figure(&points, max_side))?;
     run.write_meta(&json!({"alphas": alphas, "max_side": max_side, "sigma": SIGMA, "bias": BIAS, "grid": grid}))?;
     for t in summary["table_3x3"].as_array().into_iter().flatten() {
-        println!("3x3 α = {:<5} ‖π_α − π‖₁ = {:.6e} (spec {:.5e})  E[s] = {:.8} (spec {})", t["alpha"], t["l1"].as_f64().unwrap_or(f64::NAN), t["spec_l1"].as_f64().unwrap_or(f64::NAN), t["mean_s"].as_f64().unwrap_or(f64::NAN), t["spec_mean_s"]);
+        println!(
+            "3x3 α = {:<5} ‖π_α − π‖₁ = {:.6e} (spec {:.5e})  E[s] = {:.8} (spec {})",
+            t["alpha"],
+            t["l1"].as_f64().unwrap_or(f64::NAN),
+            t["spec_l1"].as_f64().unwrap_or(f64::NAN),
+            t["mean_s"].as_f64().unwrap_or(f64::NAN),
+            t["spec_mean_s"]
+        );
     }
-    println!("matrix vs closed form: max L1 {:.2e}; bounds hold: {bounds_hold}", summary["max_l1_matrix_vs_closed_form"].as_f64().unwrap_or(f64::NAN));
+    println!(
+        "matrix vs closed form: max L1 {:.2e} for α ≥ 0.05 ({:.2e} overall); bounds hold: {bounds_hold}",
+        summary["max_l1_matrix_vs_closed_form_alpha_ge_0.05"].as_f64().unwrap_or(f64::NAN),
+        summary["max_l1_matrix_vs_closed_form"].as_f64().unwrap_or(f64::NAN)
+    );
     println!("wrote {} in {:.1} s", run.dir.display(), run.elapsed());
     Ok(())
 }
 
 /// log10 of the bias and the bounds against log10 α, one panel per lattice (largest first).
+/// Bounds above 10 are not drawn (the L1 distance never exceeds 2).
 fn figure(points: &[Point], max_side: usize) -> Figure {
     let curve = |side: usize, label: &str, f: &dyn Fn(&Point) -> Option<f64>| Series {
         label: label.to_string(),
-        points: points.iter().filter(|p| p.side == side).filter_map(|p| Some((p.alpha.log10(), f(p)?.log10()))).collect(),
+        points: points
+            .iter()
+            .filter(|p| p.side == side)
+            .filter_map(|p| Some((p.alpha.log10(), f(p).filter(|v| *v <= 10.0)?.log10())))
+            .collect(),
     };
-    let labels = ["‖π_α − π‖₁", "TV", "bound 2(Ẑ−1)", "bound e^{-λmin/2}…", "bound (1+e^{(G−1/α)/2})^D−1"];
+    let labels =
+        ["‖π_α − π‖₁", "TV", "L1 from matrix", "bound 2(Ẑ−1)", "bound e^{-λmin/2}…", "bound (1+e^{(G−1/α)/2})^D−1"];
     let panel = |side: usize| Panel::Lines {
         title: format!("{side}x{side} periodic Ising, σ=0.1, b=0.2"),
         x_label: "log10 α ({0,1} units)".into(),
@@ -215,9 +250,10 @@ fn figure(points: &[Point], max_side: usize) -> Figure {
         series: vec![
             curve(side, labels[0], &|p| Some(p.l1)),
             curve(side, labels[1], &|p| Some(0.5 * p.l1)),
-            curve(side, labels[2], &|p| Some(p.hat_z_bound)),
-            curve(side, labels[3], &|p| p.eigen_bound),
-            curve(side, labels[4], &|p| p.binary_bound),
+            curve(side, labels[2], &|p| p.l1_matrix.filter(|_| p.alpha >= 0.05)),
+            curve(side, labels[3], &|p| Some(p.hat_z_bound)),
+            curve(side, labels[4], &|p| p.eigen_bound),
+            curve(side, labels[5], &|p| p.binary_bound),
         ],
         refs: vec![],
     };

@@ -152,10 +152,14 @@ pub fn categorical(max_states: usize) -> impl Strategy<Value = ModelSpec> {
         })
 }
 
-/// Ordinal quadratic (values a random increasing set of 3..=5 integers), d ∈ 1..=3.
+/// Ordinal quadratic, d ∈ 1..=3, values an increasing list of 3..=5 integers with gaps 1–2
+/// (wider gaps make proposals of e^{−gap²/(2α)} and numerically reducible chains).
 pub fn ordinal() -> impl Strategy<Value = ModelSpec> {
-    (1usize..=3, prop::collection::btree_set(-3i64..=4, 3..=5)).prop_flat_map(|(d, vals)| {
-        let values: Vec<i64> = vals.into_iter().collect();
+    (1usize..=3, -3i64..=1, prop::collection::vec(1i64..=2, 2..=4)).prop_flat_map(|(d, start, gaps)| {
+        let mut values = vec![start];
+        for g in gaps {
+            values.push(values.last().unwrap() + g);
+        }
         (coef(d * d, 0.4), coef(d, 1.0)).prop_map(move |(w, b)| ModelSpec::Ordinal { d, values: values.clone(), w, b })
     })
 }
