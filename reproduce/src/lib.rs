@@ -136,7 +136,8 @@ impl Run {
     /// A progress bar on stderr (hidden when stderr is not a terminal).
     pub fn progress(&self, len: u64, message: &str) -> indicatif::ProgressBar {
         let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}%")
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}%")
         {
             bar.set_style(style);
         }
@@ -166,9 +167,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// One CSV line; a field is quoted when it holds a comma, quote or newline.
 fn csv_line<'a>(fields: impl Iterator<Item = &'a str>) -> String {
     let mut line = fields
-        .map(|f| {
-            if f.contains([',', '"', '\n']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() }
-        })
+        .map(|f| if f.contains([',', '"', '\n']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() })
         .collect::<Vec<_>>()
         .join(",");
     line.push('\n');
@@ -320,10 +319,8 @@ impl<'a> MeanErrorObserver<'a> {
         let d = self.space.d;
         let means: Vec<f64> = self.means.means().collect();
         let truth = self.truth;
-        let squared_errors = means
-            .chunks(d)
-            .map(|m| RunningMean { count: 1, sums: m.to_vec() }.squared_error_sum(truth))
-            .collect();
+        let squared_errors =
+            means.chunks(d).map(|m| RunningMean { count: 1, sums: m.to_vec() }.squared_error_sum(truth)).collect();
         self.checkpoints.push(Checkpoint { step, squared_errors, step_seconds });
     }
 }
@@ -375,7 +372,11 @@ pub fn merge_curves(observers: &[MeanErrorObserver<'_>], n_chains: usize, d: usi
             // Summed chain by chain in global order: identical for any task split.
             let sse = observers.iter().flat_map(|o| o.checkpoints[k].squared_errors.iter()).fold(0.0, |a, b| a + b);
             let secs: f64 = observers.iter().map(|o| o.checkpoints[k].step_seconds).sum();
-            CurvePoint { step: first.checkpoints[k].step, log_rmse: log_rmse(sse, n_chains * d), seconds: secs / n_chains as f64 }
+            CurvePoint {
+                step: first.checkpoints[k].step,
+                log_rmse: log_rmse(sse, n_chains * d),
+                seconds: secs / n_chains as f64,
+            }
         })
         .collect()
 }
@@ -483,7 +484,8 @@ pub fn register_fonts() {
 
 /// Range of finite values padded by 5 % (or ±0.5 around a single value).
 fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) =
+        values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     if !lo.is_finite() {
         return 0.0..1.0;
     }
@@ -581,7 +583,11 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .x_labels(n + 1)
                     .x_label_formatter(&|v| {
                         let i = v.round();
-                        if (v - i).abs() < 1e-6 && i >= 0.0 { names.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+                        if (v - i).abs() < 1e-6 && i >= 0.0 {
+                            names.get(i as usize).cloned().unwrap_or_default()
+                        } else {
+                            String::new()
+                        }
                     })
                     .y_label_formatter(&|v| short_number(10f64.powf(*v)))
                     .light_line_style(WHITE)
@@ -595,8 +601,12 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     }
                     let color = figure.color(&b.label);
                     let x = i as f64;
-                    chart.draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.mix(0.3).filled())]).map_err(e)?;
-                    chart.draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.stroke_width(1))]).map_err(e)?;
+                    chart
+                        .draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.mix(0.3).filled())])
+                        .map_err(e)?;
+                    chart
+                        .draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.stroke_width(1))])
+                        .map_err(e)?;
                     let seg = |a: (f64, f64), b: (f64, f64), w| PathElement::new(vec![a, b], color.stroke_width(w));
                     chart
                         .draw_series([
@@ -613,6 +623,20 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
     }
     root.present().map_err(e)?;
     Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// Chain-0 series (Fig. 2 right, Fig. 7)
+
+/// Chain 0's user values per coordinate after dropping the first `burn_in` fraction of the
+/// steps a [`MeanErrorObserver`] run recorded (spec §3.2: ESS of chain 0, 10% burn-in): `d`
+/// series of equal length, ready for `stats::ess_tfp` or `diagnostics::ess_bulk`.
+pub fn chain0_series(observers: &[MeanErrorObserver<'_>], space: &Space, burn_in: f64) -> Vec<Vec<f64>> {
+    let d = space.d;
+    let chain0 = observers.iter().find(|o| o.record_chain0).map_or(&[][..], |o| &o.chain0[..]);
+    let steps = chain0.len() / d;
+    let burn = (burn_in * steps as f64) as usize;
+    (0..d).map(|i| (burn..steps).map(|t| space.value(chain0[t * d + i]) as f64).collect()).collect()
 }
 
 #[cfg(test)]
@@ -673,7 +697,8 @@ mod tests {
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         run.write_meta(&json!({"k": 1})).unwrap();
-        let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("meta.json")).unwrap()).unwrap();
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("meta.json")).unwrap()).unwrap();
         assert_eq!(meta["config"]["k"], 1);
         assert_eq!(meta["versions"]["dlp"], env!("CARGO_PKG_VERSION"));
         let mut names: Vec<String> =

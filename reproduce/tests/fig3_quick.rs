@@ -48,7 +48,8 @@ fn quick_run_writes_every_file_and_is_independent_of_threads() {
     assert_eq!(rows, curve_rows(&b), "log RMSE curves differ between 1 and 2 threads");
 
     // The five samplers of the paper's code are always there.
-    let names: Vec<&str> = summary["samplers"].as_array().unwrap().iter().map(|s| s["sampler"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        summary["samplers"].as_array().unwrap().iter().map(|s| s["sampler"].as_str().unwrap()).collect();
     for n in ["bg-1", "hb-10-1", "gwg", "dmala", "dula"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }

@@ -10,7 +10,7 @@ use dlp_core::{DomainKind, Space, Target};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
 use dlp_gof::{
-    BaseKernel, Bandwidth, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Relaxation, Statistic,
+    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Relaxation, Statistic,
     Surrogate, gfksd_test, kdsd_test, mmd_test,
 };
 use dlp_models::{Delimiter, Model, SamplesError, load_model, read_real_matrix, read_samples};
@@ -143,7 +143,8 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
     if !(args.kernel_scale > 0.0 && args.kernel_scale.is_finite()) {
         return Err(CliError::input(format!("--kernel-scale must be a positive number, got {}", args.kernel_scale)));
     }
-    let delimiter: Delimiter = args.delimiter.parse().map_err(|e: String| CliError::input(format!("--delimiter: {e}")))?;
+    let delimiter: Delimiter =
+        args.delimiter.parse().map_err(|e: String| CliError::input(format!("--delimiter: {e}")))?;
     let surrogate_relaxed = match args.surrogate.as_deref() {
         None | Some("gaussian") => false,
         Some("relaxed") => true,
@@ -177,9 +178,10 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
 
 fn samples_error(e: SamplesError) -> CliError {
     match e {
-        SamplesError::Io { file, message } => {
-            CliError::Input(format!("{file}: cannot read file: {}", message.split(" (os error").next().unwrap_or(&message)))
-        }
+        SamplesError::Io { file, message } => CliError::Input(format!(
+            "{file}: cannot read file: {}",
+            message.split(" (os error").next().unwrap_or(&message)
+        )),
         other => CliError::input(other),
     }
 }
@@ -200,7 +202,9 @@ fn infer_space(paths: &[&Path], delim: Delimiter) -> Result<Space, CliError> {
         for _ in 0..100_000 {
             match read_samples(path, &space, "samples", delim) {
                 Ok(_) => break,
-                Err(SamplesError::WrongD { found, .. }) if space.values.is_empty() || *path == paths[0] => space.d = found,
+                Err(SamplesError::WrongD { found, .. }) if space.values.is_empty() || *path == paths[0] => {
+                    space.d = found
+                }
                 Err(SamplesError::OutsideDomain { value, line, column, file, .. }) => match value.parse::<i64>() {
                     Ok(v) if !space.values.contains(&v) => space.values.push(v),
                     _ => return Err(CliError::Input(format!("{file}:{line}:{column}: not an integer: \"{value}\""))),
@@ -213,7 +217,8 @@ fn infer_space(paths: &[&Path], delim: Delimiter) -> Result<Space, CliError> {
 }
 
 fn sha256_of(path: &Path) -> Result<String, CliError> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::Input(format!("{}: cannot read file: {}", path.display(), dlp_cli::io_reason(&e))))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::Input(format!("{}: cannot read file: {}", path.display(), dlp_cli::io_reason(&e))))?;
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -298,7 +303,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 }
             };
             let t = target.expect("checked in plan");
-            let out = kdsd_test(t, &xs, &KdsdOptions { kernel, null }).map_err(|e| gof_error(e, args.model.as_deref()))?;
+            let out =
+                kdsd_test(t, &xs, &KdsdOptions { kernel, null }).map_err(|e| gof_error(e, args.model.as_deref()))?;
             let mut k = json!({"name": kernel.name()});
             if let BaseKernel::ExpHamming { scale } = kernel {
                 k["scale"] = json!(scale);
@@ -387,8 +393,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     doc["warnings"] = json!(warnings);
     let text = serde_json::to_string_pretty(&doc).map_err(CliError::internal)? + "\n";
     if let Some(out) = &args.output {
-        atomic_write(out, text.as_bytes())
-            .map_err(|e| CliError::Input(format!("--output {}: cannot write there: {}", out.display(), dlp_cli::io_reason(&e))))?;
+        atomic_write(out, text.as_bytes()).map_err(|e| {
+            CliError::Input(format!("--output {}: cannot write there: {}", out.display(), dlp_cli::io_reason(&e)))
+        })?;
     }
     match args.format {
         Format::Json if args.output.is_none() => print!("{text}"),

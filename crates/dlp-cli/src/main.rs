@@ -8,6 +8,7 @@
 //! nothing on stdout, no output file), 1 internal error. `main` never panics outward: a
 //! panic is reported as one `error: internal error: …` line and exit 1.
 
+mod bench;
 mod gof;
 mod sample;
 
@@ -26,6 +27,8 @@ struct Cli {
 /// The subcommands, one module each.
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Time samplers on the Ising lattice and the RBM; JSON lines in the peer harness's schema.
+    Bench(bench::Args),
     /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
     Gof(gof::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
@@ -35,6 +38,7 @@ enum Command {
 /// Runs the chosen subcommand.
 fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
+        Command::Bench(args) => bench::run(args),
         Command::Gof(args) => gof::run(args),
         Command::Sample(args) => sample::run(args),
     }

@@ -149,7 +149,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let space = target.space().clone();
     let d = space.d;
     let x0 = initial_states(&space, args.chains, args.init, args.seed);
-    let bar = progress_bar((args.chains * args.steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
+    let bar =
+        progress_bar((args.chains * args.steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
     let keep = args.trace.as_ref().map(|_| (args.burn_in, args.thin));
     let output = run_chains(sampler.as_ref(), target, &x0, args.steps, &options, |_, n| SampleObserver {

@@ -74,7 +74,9 @@ fn setup() -> tempfile::TempDir {
 }
 
 fn spin_rows(n: usize, d: usize) -> String {
-    (0..n).map(|a| (0..d).map(|i| if (a * 7 + i * 3) % 5 < 2 { "-1" } else { "1" }).collect::<Vec<_>>().join(",") + "\n").collect()
+    (0..n)
+        .map(|a| (0..d).map(|i| if (a * 7 + i * 3) % 5 < 2 { "-1" } else { "1" }).collect::<Vec<_>>().join(",") + "\n")
+        .collect()
 }
 
 #[test]
@@ -101,12 +103,24 @@ fn kdsd_and_gfksd_statistics_match_spec_8_1_on_the_doubled_sample() {
     assert!(p_value > 0.0 && p_value <= 1.0 && (p_value * 51.0 - (p_value * 51.0).round()).abs() < 1e-9);
     assert_eq!(j["reject"].as_bool().unwrap(), p_value <= 0.05);
 
-    let j = ok_json(&dlp(p, &["--test", "kdsd", "--samples", "samples.csv", "--model", "model.json", "--statistic", "v"]));
+    let j =
+        ok_json(&dlp(p, &["--test", "kdsd", "--samples", "samples.csv", "--model", "model.json", "--statistic", "v"]));
     close(j["statistic"].as_f64().unwrap(), 2.15511789354, "kdsd V");
     assert_eq!(j["bootstrap"]["method"], "rademacher");
 
     let gf = |extra: &[&str]| {
-        let mut a = vec!["--test", "gfksd", "--samples", "samples.csv", "--model", "model.json", "--jitter", "jitter.csv", "--reps", "20"];
+        let mut a = vec![
+            "--test",
+            "gfksd",
+            "--samples",
+            "samples.csv",
+            "--model",
+            "model.json",
+            "--jitter",
+            "jitter.csv",
+            "--reps",
+            "20",
+        ];
         a.extend(extra);
         ok_json(&dlp(p, &a))
     };
@@ -130,7 +144,18 @@ fn mmd_against_a_file_and_against_the_model() {
     // keeps the spec's 0.100583282863.
     write(p, "ref.csv", &repeated(&["1,1,1", "1,1,1", "-1,-1,-1", "1,-1,1"], 3));
     for with_model in [false, true] {
-        let mut a = vec!["--test", "mmd", "--samples", "samples.csv", "--reference", "ref.csv", "--statistic", "v", "--reps", "30"];
+        let mut a = vec![
+            "--test",
+            "mmd",
+            "--samples",
+            "samples.csv",
+            "--reference",
+            "ref.csv",
+            "--statistic",
+            "v",
+            "--reps",
+            "30",
+        ];
         if with_model {
             a.extend(["--model", "model.json"]);
         }
@@ -140,16 +165,34 @@ fn mmd_against_a_file_and_against_the_model() {
         assert_eq!(j["reference"]["source"], "file");
         assert_eq!(j["bootstrap"]["method"], "permutation");
     }
-    let j = ok_json(&dlp(p, &["--test", "mmd", "--samples", "samples.csv", "--model", "model.json", "--model-samples", "40", "--reps", "30"]));
+    let j = ok_json(&dlp(
+        p,
+        &[
+            "--test",
+            "mmd",
+            "--samples",
+            "samples.csv",
+            "--model",
+            "model.json",
+            "--model-samples",
+            "40",
+            "--reps",
+            "30",
+        ],
+    ));
     assert_eq!(j["reference"]["source"], "model_sampler");
     assert_eq!(j["reference"]["sampler"], "exact");
     assert_eq!(j["m"], 40);
     // 2^21 states: Gibbs reference.
     let big = r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 21, "domain": "binary"}"#;
     write(p, "big.json", big);
-    let rows: String = (0..12).map(|a| (0..21).map(|i| ((a + i) % 2).to_string()).collect::<Vec<_>>().join(" ") + "\n").collect();
+    let rows: String =
+        (0..12).map(|a| (0..21).map(|i| ((a + i) % 2).to_string()).collect::<Vec<_>>().join(" ") + "\n").collect();
     write(p, "big.txt", &rows);
-    let j = ok_json(&dlp(p, &["--test", "mmd", "--samples", "big.txt", "--model", "big.json", "--burnin", "3", "--reps", "20"]));
+    let j = ok_json(&dlp(
+        p,
+        &["--test", "mmd", "--samples", "big.txt", "--model", "big.json", "--burnin", "3", "--reps", "20"],
+    ));
     assert_eq!(j["reference"]["sampler"], "gibbs");
     assert_eq!(j["reference"]["burnin"], 3);
     assert_eq!(j["warnings"].as_array().unwrap().len(), 1);
@@ -208,8 +251,12 @@ fn every_error_row_of_section_10_5() {
     let mut a = base("s16.csv");
     a.extend(["--statistic", "v", "--bootstrap", "multinomial"]);
     fails(p, &a, "error: --bootstrap multinomial needs --statistic u");
-    write(p, "asym.json", r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 4,
-      "J": [[0, 0, 0, 0.2], [0, 0, 0, 0], [0, 0, 0, 0], [0.1, 0, 0, 0]]}"#);
+    write(
+        p,
+        "asym.json",
+        r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 4,
+      "J": [[0, 0, 0, 0.2], [0, 0, 0, 0], [0, 0, 0, 0], [0.1, 0, 0, 0]]}"#,
+    );
     fails(
         p,
         &["--test", "kdsd", "--samples", "s16.csv", "--model", "asym.json"],
@@ -222,7 +269,8 @@ fn every_error_row_of_section_10_5() {
     a.extend(["--alpha", "1.5"]);
     fails(p, &a, "error: --alpha must be in (0, 1)");
     write(p, "potts.json", r#"{"schema": "dlp.model.v1", "kind": "potts", "d": 16, "K": 3}"#);
-    let cat: String = (0..12).map(|a| (0..16).map(|i| ((a + i) % 3).to_string()).collect::<Vec<_>>().join(",") + "\n").collect();
+    let cat: String =
+        (0..12).map(|a| (0..16).map(|i| ((a + i) % 3).to_string()).collect::<Vec<_>>().join(",") + "\n").collect();
     write(p, "cat.csv", &cat);
     fails(
         p,
@@ -230,7 +278,11 @@ fn every_error_row_of_section_10_5() {
         "error: --surrogate relaxed needs an ising or rbm model",
     );
     // b = 406 on spins: a −1 coordinate has log-ratio ℓ(fwd x) − ℓ(x) = 2·406 = 812.
-    write(p, "peaked.json", &format!(r#"{{"schema": "dlp.model.v1", "kind": "ising", "d": 16, "b": [{}]}}"#, vec!["406"; 16].join(",")));
+    write(
+        p,
+        "peaked.json",
+        &format!(r#"{{"schema": "dlp.model.v1", "kind": "ising", "d": 16, "b": [{}]}}"#, vec!["406"; 16].join(",")),
+    );
     let mut rows: Vec<String> = (0..20).map(|_| vec!["1"; 16].join(",")).collect();
     rows[16] = format!("{},-1", vec!["1"; 15].join(","));
     write(p, "peaked.csv", &(rows.join("\n") + "\n"));
@@ -245,7 +297,9 @@ fn every_error_row_of_section_10_5() {
     assert_eq!(missing.status.code(), Some(2));
     let line = String::from_utf8_lossy(&missing.stderr).to_string();
     assert!(line.starts_with("error: missing.csv: ") && line.lines().count() == 1, "{line}");
-    let gf = |jitter: &'static str| vec!["--test", "gfksd", "--samples", "samples.csv", "--model", "model.json", "--jitter", jitter];
+    let gf = |jitter: &'static str| {
+        vec!["--test", "gfksd", "--samples", "samples.csv", "--model", "model.json", "--jitter", jitter]
+    };
     write(p, "j_short.csv", &repeated(&JITTER_8_1, 1).replace("x0,x1,x2\n", ""));
     fails(p, &gf("j_short.csv"), "error: j_short.csv: jitter has 5 rows but samples.csv has 10 samples");
     let mut bad = repeated(&JITTER_8_1, 2).replace("x0,x1,x2\n", "");
@@ -257,7 +311,18 @@ fn every_error_row_of_section_10_5() {
     write(p, "ref.csv", &repeated(&SAMPLES_8_1, 2));
     fails(
         p,
-        &["--test", "mmd", "--samples", "samples.csv", "--model", "model.json", "--reference", "ref.csv", "--model-samples", "20"],
+        &[
+            "--test",
+            "mmd",
+            "--samples",
+            "samples.csv",
+            "--model",
+            "model.json",
+            "--reference",
+            "ref.csv",
+            "--model-samples",
+            "20",
+        ],
         "error: --reference and --model-samples cannot be used together",
     );
     // Clap's own parse errors are one line too.

@@ -142,8 +142,11 @@ fn zero_chains_and_zero_thin_are_rejected() {
 fn model_file_errors_are_printed_verbatim() {
     let case = Case::new();
     std::fs::write(case.path("bad.json"), "{\"schema\": \"dlp.model.v1\",\n \"kind\": ising}\n").unwrap();
-    std::fs::write(case.path("asym.json"), r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 2, "J": [[0, 0.2], [0.1, 0]]}"#)
-        .unwrap();
+    std::fs::write(
+        case.path("asym.json"),
+        r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 2, "J": [[0, 0.2], [0.1, 0]]}"#,
+    )
+    .unwrap();
     for name in ["bad.json", "asym.json", "missing.json"] {
         let path = case.path(name);
         let expected = dlp_models::load_model(&path).unwrap_err().to_string();

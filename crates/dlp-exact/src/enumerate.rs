@@ -269,7 +269,11 @@ pub fn log_densities(target: &dyn Target) -> Result<Vec<f64>, ExactError> {
 /// π(x) for every state in index order (at most [`MAX_PROBS`] states).
 pub fn probabilities(target: &dyn Target) -> Result<Vec<f64>, ExactError> {
     let e = enumerate(target, &EnumOptions { pair_moments: false, keep_probs: true })?;
-    e.probs.ok_or(ExactError::TooManyStates { what: "probabilities", n_states: e.n_states.to_string(), limit: MAX_PROBS })
+    e.probs.ok_or(ExactError::TooManyStates {
+        what: "probabilities",
+        n_states: e.n_states.to_string(),
+        limit: MAX_PROBS,
+    })
 }
 
 /// E_π[h] for one function `h`.

@@ -11,6 +11,9 @@
 //! ~1e-10 and runs in `cargo test -p dlp-exact`; larger spaces and more cases are behind
 //! the `stat` feature / `#[ignore]` (`cargo test -p dlp-exact --release -- --ignored`).
 
+// Index loops transcribe the formulas (x_i, W_ij) as written; iterator forms would obscure them.
+#![allow(clippy::needless_range_loop)]
+
 pub mod enumerate;
 pub mod matrix;
 pub mod reference;

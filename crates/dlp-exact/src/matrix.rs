@@ -259,7 +259,13 @@ pub fn thm51_bounds(target: &dyn Target, w: &[f64], alpha: f64) -> Result<Thm51B
     } else {
         None
     };
-    Ok(Thm51Bounds { bias_l1: l1_distance(&pi_a, &pi), hat_z_bound: 2.0 * (hat_z - 1.0), lambda_min, eigen_bound, binary_bound })
+    Ok(Thm51Bounds {
+        bias_l1: l1_distance(&pi_a, &pi),
+        hat_z_bound: 2.0 * (hat_z - 1.0),
+        lambda_min,
+        eigen_bound,
+        binary_bound,
+    })
 }
 
 /// What `dlp exact` reports for one sampler on one model.
@@ -329,12 +335,30 @@ mod tests {
     fn closed_form_matches_spec_4_3_and_4_5() {
         let t = Quadratic::spec_tiny();
         let lz = dlp_log_normalisers(&t, 0.5, None).unwrap();
-        let z = [2.5467504694, 2.3343609472, 5.0110137897, 2.3985887757, 2.5512765352, 4.8972013268, 1.9421409364, 1.9544894384];
+        let z = [
+            2.5467504694,
+            2.3343609472,
+            5.0110137897,
+            2.3985887757,
+            2.5512765352,
+            4.8972013268,
+            1.9421409364,
+            1.9544894384,
+        ];
         for (a, b) in lz.iter().zip(z) {
             assert!((a.exp() - b).abs() < 1e-9);
         }
         let pa = dula_closed_form(&t, 0.5, None).unwrap();
-        let expect = [0.0809512813, 0.0952750009, 0.0790964137, 0.1321463263, 0.1094669988, 0.0812631920, 0.2049611045, 0.2168396824];
+        let expect = [
+            0.0809512813,
+            0.0952750009,
+            0.0790964137,
+            0.1321463263,
+            0.1094669988,
+            0.0812631920,
+            0.2049611045,
+            0.2168396824,
+        ];
         for (a, b) in pa.iter().zip(expect) {
             assert!((a - b).abs() < 1e-9);
         }
@@ -345,8 +369,17 @@ mod tests {
         }
         let c = PairwiseCategorical::spec_small();
         let pa = dula_closed_form(&c, 1.0, None).unwrap();
-        let expect =
-            [0.1922859965, 0.1413208480, 0.1337278830, 0.0672630122, 0.1201493110, 0.0691840020, 0.0978285845, 0.1145667549, 0.0636736080];
+        let expect = [
+            0.1922859965,
+            0.1413208480,
+            0.1337278830,
+            0.0672630122,
+            0.1201493110,
+            0.0691840020,
+            0.0978285845,
+            0.1145667549,
+            0.0636736080,
+        ];
         for (a, b) in pa.iter().zip(expect) {
             assert!((a - b).abs() < 1e-9);
         }

@@ -200,7 +200,9 @@ pub fn hamming_ball(target: &dyn Target, l: usize, r: usize) -> Result<DMatrix<f
     for block in &blocks {
         let ball = |c: usize| -> Vec<usize> {
             (0..n)
-                .filter(|&b| same_outside(&t.states[c], &t.states[b], block) && hamming(&t.states[c], &t.states[b]) <= r)
+                .filter(|&b| {
+                    same_outside(&t.states[c], &t.states[b], block) && hamming(&t.states[c], &t.states[b]) <= r
+                })
                 .collect()
         };
         let balls: Vec<Vec<usize>> = (0..n).map(ball).collect();
@@ -335,7 +337,10 @@ pub fn rbm_block_gibbs(d: usize, m: usize, w: &[f64], b: &[f64], c: &[f64], spin
     let nh = 1usize << m;
     let u_of = |s: usize| -> Vec<f64> {
         // First coordinate most significant, like Space::state_of_index.
-        (0..d).map(|i| (s >> (d - 1 - i)) & 1).map(|bit| if spin { 2.0 * bit as f64 - 1.0 } else { bit as f64 }).collect()
+        (0..d)
+            .map(|i| (s >> (d - 1 - i)) & 1)
+            .map(|bit| if spin { 2.0 * bit as f64 - 1.0 } else { bit as f64 })
+            .collect()
     };
     let energy = |s: usize, hs: usize| {
         let u = u_of(s);
@@ -409,9 +414,7 @@ pub fn reference_by_name(
             one(sg_dula(data, alpha, params.batch_size.unwrap_or(data.n_data())))
         }
         ("gibbs", []) if name == "gibbs" => one(gibbs_random(target)),
-        ("gibbs", []) if name == "gibbs-sweep" => {
-            Some((0..target.space().d).map(|i| gibbs_site(target, i)).collect())
-        }
+        ("gibbs", []) if name == "gibbs-sweep" => Some((0..target.space().d).map(|i| gibbs_site(target, i)).collect()),
         ("bg", [k]) => one(block_gibbs(target, *k)),
         ("hb", [l, r]) => one(hamming_ball(target, *l, *r)),
         ("gwg", []) => one(gwg(target, 1)),
@@ -432,7 +435,16 @@ mod tests {
     fn dula_row_and_dmala_exactness_match_spec_4_3() {
         let t = Quadratic::spec_tiny();
         let p = dlp(&t, 0.5, None, false).unwrap();
-        let row = [0.3926572360, 0.1636838884, 0.1017925642, 0.0424334539, 0.1678275658, 0.0699609380, 0.0435076619, 0.0181366918];
+        let row = [
+            0.3926572360,
+            0.1636838884,
+            0.1017925642,
+            0.0424334539,
+            0.1678275658,
+            0.0699609380,
+            0.0435076619,
+            0.0181366918,
+        ];
         for (j, v) in row.iter().enumerate() {
             assert!((p[(0, j)] - v).abs() < 1e-9);
         }
@@ -469,7 +481,9 @@ mod tests {
             fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
                 self.log_density_batch(xs, f);
                 for (x, gi) in xs.iter().zip(g) {
-                    *gi = -self.0 * std::f64::consts::PI * (std::f64::consts::PI * self.1.values[*x as usize] as f64).sin();
+                    *gi = -self.0
+                        * std::f64::consts::PI
+                        * (std::f64::consts::PI * self.1.values[*x as usize] as f64).sin();
                 }
             }
         }
@@ -518,7 +532,10 @@ mod tests {
             // Marginal ℓ(u) = bᵀu + Σ_k log(1 + e^{c_k + Σ_i W_ik u_i}), written out.
             let f: Vec<f64> = (0..8)
                 .map(|s| {
-                    let u: Vec<f64> = (0..d).map(|i| ((s >> (d - 1 - i)) & 1) as f64).map(|v| if spin { 2.0 * v - 1.0 } else { v }).collect();
+                    let u: Vec<f64> = (0..d)
+                        .map(|i| ((s >> (d - 1 - i)) & 1) as f64)
+                        .map(|v| if spin { 2.0 * v - 1.0 } else { v })
+                        .collect();
                     let mut l: f64 = (0..d).map(|i| b[i] * u[i]).sum();
                     for k in 0..m {
                         l += (1.0 + (c[k] + (0..d).map(|i| w[i * m + k] * u[i]).sum::<f64>()).exp()).ln();

@@ -66,7 +66,9 @@ fn extension_dependence_matches_spec_4_8() {
 fn ising_3x3_bias_matches_spec_4_7() {
     let t = dlp_models::IsingModel::paper_lattice(3, 0.1, 0.2);
     let pi = probabilities(&t).unwrap();
-    for (alpha, l1, mean) in [(0.1, 1.25055e-2, 0.46020517), (0.2, 1.41961e-1, 0.41029339), (0.4, 4.16807e-1, 0.30983958)] {
+    for (alpha, l1, mean) in
+        [(0.1, 1.25055e-2, 0.46020517), (0.2, 1.41961e-1, 0.41029339), (0.4, 4.16807e-1, 0.30983958)]
+    {
         let law = dula_law(&t, alpha, None);
         assert!((l1_distance(&law, &pi) - l1).abs() < 1e-5 * l1 / 1e-2, "α = {alpha}");
         // E[s_0]: spin index 1 is +1; state index has coordinate 0 most significant.
@@ -113,7 +115,11 @@ fn ordinal_bias_grows_with_nonlinearity_spec_4_6() {
 }
 
 fn log_quadratic(max_d: usize) -> impl Strategy<Value = ModelSpec> {
-    prop_oneof![common::ising(max_d), common::ordinal(), common::categorical(1 << max_d).prop_filter("potts", |m| matches!(m, ModelSpec::Potts { .. }))]
+    prop_oneof![
+        common::ising(max_d),
+        common::ordinal(),
+        common::categorical(1 << max_d).prop_filter("potts", |m| matches!(m, ModelSpec::Potts { .. }))
+    ]
 }
 
 /// Random log-quadratic targets (Ising in bits, Potts in one-hot, ordinal quadratics with a

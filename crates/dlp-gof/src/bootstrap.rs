@@ -122,7 +122,7 @@ impl NullTest {
         let nf = n as f64;
         let trace = m.trace();
         let replicates = match self.bootstrap {
-            Bootstrap::Multinomial => replicates(m, self.reps, self.seed, |rng, w| multinomial_draw(rng, w), |q, _| q),
+            Bootstrap::Multinomial => replicates(m, self.reps, self.seed, multinomial_draw, |q, _| q),
             Bootstrap::Rademacher => {
                 let stat = self.statistic;
                 replicates(

@@ -265,7 +265,12 @@ pub fn gfksd_test(target: &dyn Target, xs: &[u32], opts: &GfksdOptions) -> Resul
                 return Err(GofError::Shape(format!("jitter has {} values, samples have {}", u.len(), xs.len())));
             }
             if let Some(p) = u.iter().position(|&v| !(v > 0.0 && v < 1.0)) {
-                return Err(GofError::Shape(format!("jitter value {} at row {}, column {} is outside (0, 1)", u[p], p / d + 1, p % d + 1)));
+                return Err(GofError::Shape(format!(
+                    "jitter value {} at row {}, column {} is outside (0, 1)",
+                    u[p],
+                    p / d + 1,
+                    p % d + 1
+                )));
             }
             u.clone()
         }
@@ -291,7 +296,13 @@ pub fn gfksd_test(target: &dyn Target, xs: &[u32], opts: &GfksdOptions) -> Resul
     let ess = weights.iter().sum::<f64>().powi(2) / weights.iter().map(|w| w * w).sum::<f64>();
     let matrix = KernelMatrix::from_upper(n, |a, b| {
         weights[a]
-            * rbf_stein_kernel(&lifted[a * d..(a + 1) * d], &lifted[b * d..(b + 1) * d], &scores[a * d..(a + 1) * d], &scores[b * d..(b + 1) * d], h)
+            * rbf_stein_kernel(
+                &lifted[a * d..(a + 1) * d],
+                &lifted[b * d..(b + 1) * d],
+                &scores[a * d..(a + 1) * d],
+                &scores[b * d..(b + 1) * d],
+                h,
+            )
             * weights[b]
     });
     let null = opts.null.run(&matrix)?;

@@ -144,7 +144,9 @@ mod tests {
     #[test]
     fn quadratic_forms_match_a_plain_double_sum_and_ignore_the_diagonal() {
         let n = 7;
-        let m = KernelMatrix::from_upper(n, |a, b| ((a * 31 + b * 17) % 11) as f64 - 5.0 + if a == b { 100.0 } else { 0.0 });
+        let m = KernelMatrix::from_upper(n, |a, b| {
+            ((a * 31 + b * 17) % 11) as f64 - 5.0 + if a == b { 100.0 } else { 0.0 }
+        });
         let mut block = vec![0.0; n * BLOCK];
         for (i, v) in block.iter_mut().enumerate() {
             *v = ((i * 7919) % 13) as f64 / 13.0 - 0.5;

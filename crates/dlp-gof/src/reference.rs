@@ -39,8 +39,9 @@ pub fn enumerate_probabilities(target: &dyn Target, max_states: u64) -> Option<V
 /// space has more than 2²⁰ states.
 pub fn exact_draws(target: &dyn Target, m: usize, seed: u64) -> Result<Vec<u32>, GofError> {
     let space = target.space();
-    let probs = enumerate_probabilities(target, MAX_EXACT_STATES)
-        .ok_or_else(|| GofError::Parameter(format!("exact draws need at most 2^20 states; the model has {}^{}", space.k(), space.d)))?;
+    let probs = enumerate_probabilities(target, MAX_EXACT_STATES).ok_or_else(|| {
+        GofError::Parameter(format!("exact draws need at most 2^20 states; the model has {}^{}", space.k(), space.d))
+    })?;
     Ok(draws_from_probabilities(space, &probs, m, seed))
 }
 

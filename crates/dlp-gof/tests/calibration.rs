@@ -49,7 +49,12 @@ fn rejections(t: &FnTarget, test: Test, reps: usize, b: usize) -> usize {
         let xs = draws_from_probabilities(&sp, &probs, 100, 1_000_000 + r as u64);
         let null = |s, bt| NullTest { statistic: s, bootstrap: bt, reps: b, seed: r as u64 };
         let p = match test {
-            Test::Kdsd(s, bt) => kdsd_test(t, &xs, &KdsdOptions { kernel: BaseKernel::default(), null: null(s, bt) }).unwrap().null.p_value,
+            Test::Kdsd(s, bt) => {
+                kdsd_test(t, &xs, &KdsdOptions { kernel: BaseKernel::default(), null: null(s, bt) })
+                    .unwrap()
+                    .null
+                    .p_value
+            }
             Test::Gfksd(relaxed) => {
                 let surrogate = if relaxed {
                     Surrogate::Relaxed(Relaxation::Ising {
@@ -60,12 +65,24 @@ fn rejections(t: &FnTarget, test: Test, reps: usize, b: usize) -> usize {
                 } else {
                     Surrogate::Gaussian
                 };
-                let opts = GfksdOptions { surrogate, bandwidth: Bandwidth::Median, null: null(Statistic::U, Bootstrap::Multinomial), jitter: None };
+                let opts = GfksdOptions {
+                    surrogate,
+                    bandwidth: Bandwidth::Median,
+                    null: null(Statistic::U, Bootstrap::Multinomial),
+                    jitter: None,
+                };
                 gfksd_test(t, &xs, &opts).unwrap().null.p_value
             }
             Test::Mmd => {
                 let ys = draws_from_probabilities(&sp, &probs, 100, 2_000_000 + r as u64);
-                mmd::mmd_test(&sp, &xs, &ys, &MmdOptions { scale: 1.0, statistic: Statistic::U, reps: b, seed: r as u64 }).unwrap().p_value
+                mmd::mmd_test(
+                    &sp,
+                    &xs,
+                    &ys,
+                    &MmdOptions { scale: 1.0, statistic: Statistic::U, reps: b, seed: r as u64 },
+                )
+                .unwrap()
+                .p_value
             }
             Test::KdsdWrongShift => {
                 let full: Vec<f64> = (0..100)

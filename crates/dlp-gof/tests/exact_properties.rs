@@ -60,7 +60,9 @@ fn zoo() -> Vec<(String, FnTarget)> {
         "categorical".into(),
         FnTarget {
             space: sp,
-            f: Box::new(move |x| (0..3).map(|i| logits[i * 3 + sp2.index_of_value(x[i] as i64).unwrap() as usize]).sum()),
+            f: Box::new(move |x| {
+                (0..3).map(|i| logits[i * 3 + sp2.index_of_value(x[i] as i64).unwrap() as usize]).sum()
+            }),
         },
     ));
     let sp = Space::categorical(3, 4);
@@ -84,7 +86,11 @@ fn stein_identity_symmetry_psd_and_discrepancy_on_every_small_model() {
             let e: f64 = (0..n).map(|x| p[x] * m.get(x, y)).sum();
             assert!(e.abs() <= 1e-12 * max, "{name}: sum_x p(x) kappa(x, y={y}) = {e}");
             if sp.k() > 2 {
-                let wrong: f64 = (0..n).map(|x| p[x] * naive_stein(&t, 1.0, &xs[x * sp.d..(x + 1) * sp.d], &xs[y * sp.d..(y + 1) * sp.d], true)).sum();
+                let wrong: f64 = (0..n)
+                    .map(|x| {
+                        p[x] * naive_stein(&t, 1.0, &xs[x * sp.d..(x + 1) * sp.d], &xs[y * sp.d..(y + 1) * sp.d], true)
+                    })
+                    .sum();
                 worst_wrong = worst_wrong.max(wrong.abs());
             }
         }
@@ -151,7 +157,13 @@ fn u_statistic_is_unbiased_over_all_samples_of_size_three() {
     let q = [0.05, 0.2, 0.1, 0.15, 0.05, 0.1, 0.1, 0.05, 0.2];
     let s = difference_scores(&t, &xs).unwrap();
     let m = kdsd_matrix(&sp, &xs, &s, &BaseKernel::default());
-    let pop: f64 = (0..n).map(|a| (0..n).map(|b| q[a] * q[b] * naive_stein(&t, 1.0, &xs[a * 2..a * 2 + 2], &xs[b * 2..b * 2 + 2], false)).sum::<f64>()).sum();
+    let pop: f64 = (0..n)
+        .map(|a| {
+            (0..n)
+                .map(|b| q[a] * q[b] * naive_stein(&t, 1.0, &xs[a * 2..a * 2 + 2], &xs[b * 2..b * 2 + 2], false))
+                .sum::<f64>()
+        })
+        .sum();
     let mut expect_u = 0.0;
     let mut expect_v = 0.0;
     for a in 0..n {
@@ -211,13 +223,22 @@ fn quadrature(surrogate: &Surrogate, log_rho: &dyn Fn(f64) -> f64, y: f64, h: f6
 #[test]
 fn gfksd_stein_kernel_integrates_to_zero_under_both_surrogates() {
     let relaxed = Surrogate::Relaxed(Relaxation::Ising { values: (-1.0, 1.0), j: vec![0.0], b: vec![1.3] });
-    let rbm = Surrogate::Relaxed(Relaxation::Rbm { values: (0.0, 1.0), w: vec![1.5, -2.0], b: vec![0.4], c: vec![-0.3, 0.5] });
+    let rbm = Surrogate::Relaxed(Relaxation::Rbm {
+        values: (0.0, 1.0),
+        w: vec![1.5, -2.0],
+        b: vec![0.4],
+        c: vec![-0.3, 0.5],
+    });
     let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
     let sp = |t: f64| (1.0 + t.exp()).ln();
     let cases: Vec<(&str, Surrogate, Box<dyn Fn(f64) -> f64>)> = vec![
         ("gaussian", Surrogate::Gaussian, Box::new(|x: f64| -0.5 * x * x)),
         ("relaxed ising", relaxed, Box::new(move |x: f64| -0.5 * x * x + 1.3 * (2.0 * sig(x) - 1.0))),
-        ("relaxed rbm", rbm, Box::new(move |x: f64| -0.5 * x * x + 0.4 * sig(x) + sp(-0.3 + 1.5 * sig(x)) + sp(0.5 - 2.0 * sig(x)))),
+        (
+            "relaxed rbm",
+            rbm,
+            Box::new(move |x: f64| -0.5 * x * x + 0.4 * sig(x) + sp(-0.3 + 1.5 * sig(x)) + sp(0.5 - 2.0 * sig(x))),
+        ),
     ];
     for (name, s, lr) in &cases {
         for (y, h) in [(0.3, 1.0), (-1.7, 0.6), (2.5, 2.0)] {
@@ -227,7 +248,8 @@ fn gfksd_stein_kernel_integrates_to_zero_under_both_surrogates() {
     }
     // The check can fail: a wrong score (the negated one) does not integrate to zero.
     let pts: Vec<f64> = (0..28001).map(|i| -14.0 + i as f64 * 1e-3).collect();
-    let bad: f64 = pts.iter().map(|&x| (-0.5 * x * x).exp() * rbf_stein_kernel(&[x], &[0.3], &[x], &[-0.3], 1.0)).sum::<f64>();
+    let bad: f64 =
+        pts.iter().map(|&x| (-0.5 * x * x).exp() * rbf_stein_kernel(&[x], &[0.3], &[x], &[-0.3], 1.0)).sum::<f64>();
     assert!(bad.abs() > 1e-3);
 }
 
@@ -260,8 +282,20 @@ fn results_do_not_depend_on_the_thread_count() {
         pool.install(|| {
             let null = NullTest { statistic: Statistic::U, bootstrap: Bootstrap::Multinomial, reps: 37, seed: 9 };
             let k = kdsd_test(&t, &xs, &KdsdOptions { kernel: BaseKernel::default(), null }).unwrap().null;
-            let g = gfksd_test(&t, &xs, &GfksdOptions { surrogate: Surrogate::Gaussian, bandwidth: Bandwidth::Median, null, jitter: None }).unwrap().null;
-            let m = mmd::mmd_test(t.space(), &xs, &ys, &MmdOptions { scale: 1.0, statistic: Statistic::U, reps: 37, seed: 9 }).unwrap();
+            let g = gfksd_test(
+                &t,
+                &xs,
+                &GfksdOptions { surrogate: Surrogate::Gaussian, bandwidth: Bandwidth::Median, null, jitter: None },
+            )
+            .unwrap()
+            .null;
+            let m = mmd::mmd_test(
+                t.space(),
+                &xs,
+                &ys,
+                &MmdOptions { scale: 1.0, statistic: Statistic::U, reps: 37, seed: 9 },
+            )
+            .unwrap();
             let e = exact_draws(&t, 50, 9).unwrap();
             let gb = gibbs_draws(&t, 20, 5, 9);
             (k, g, m.replicates, e, gb)

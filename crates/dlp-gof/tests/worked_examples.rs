@@ -109,7 +109,8 @@ fn relaxation_8_1() -> Relaxation {
 
 fn gf(t: &FnTarget, xs: &[u32], surrogate: Surrogate, bandwidth: Bandwidth, stat: Statistic) -> GfksdOutcome {
     let boot = if stat == Statistic::U { Bootstrap::Multinomial } else { Bootstrap::Rademacher };
-    gfksd_test(t, xs, &GfksdOptions { surrogate, bandwidth, null: null(stat, boot), jitter: Some(jitter_8_1()) }).unwrap()
+    gfksd_test(t, xs, &GfksdOptions { surrogate, bandwidth, null: null(stat, boot), jitter: Some(jitter_8_1()) })
+        .unwrap()
 }
 
 #[test]
@@ -150,14 +151,24 @@ fn gfksd_8_1_lift_weights_and_statistics() {
     let gm = gf(&t, &xs, Surrogate::Gaussian, Bandwidth::Median, Statistic::U);
     close(gm.bandwidth, 2.21564115509, TOL, "median h in outcome");
     close(gm.null.statistic, -0.575289519049, TOL, "gaussian U median");
-    close(gf(&t, &xs, Surrogate::Gaussian, Bandwidth::Median, Statistic::V).null.statistic, 2.30824919665, TOL, "gaussian V median");
+    close(
+        gf(&t, &xs, Surrogate::Gaussian, Bandwidth::Median, Statistic::V).null.statistic,
+        2.30824919665,
+        TOL,
+        "gaussian V median",
+    );
 
     let r = gf(&t, &xs, Surrogate::Relaxed(relaxation_8_1()), h1, Statistic::U);
     for (a, w) in [0.583929583679, 2.39846146335, 0.861973921605, 0.373060510864, 0.782574520507].iter().enumerate() {
         close(r.weights[a], *w, TOL, "relaxed weight");
     }
     close(r.null.statistic, -0.202459537410, TOL, "relaxed U");
-    close(gf(&t, &xs, Surrogate::Relaxed(relaxation_8_1()), h1, Statistic::V).null.statistic, 2.56177220560, TOL, "relaxed V");
+    close(
+        gf(&t, &xs, Surrogate::Relaxed(relaxation_8_1()), h1, Statistic::V).null.statistic,
+        2.56177220560,
+        TOL,
+        "relaxed V",
+    );
     let ess_want = 5.0f64.powi(2) / g.weights.iter().map(|w| w * w).sum::<f64>();
     close(g.ess, ess_want, 1e-12, "ESS");
 }
@@ -189,7 +200,12 @@ fn potts_8_2_uses_the_backward_shift() {
     for (i, w) in want.iter().enumerate() {
         assert!((s[i] - w).abs() <= 1e-10 * w.abs().max(1e-2), "score {i}: {} vs {w}", s[i]);
     }
-    let u = kdsd_test(&t, &xs, &KdsdOptions { kernel: BaseKernel::default(), null: null(Statistic::U, Bootstrap::Multinomial) }).unwrap();
+    let u = kdsd_test(
+        &t,
+        &xs,
+        &KdsdOptions { kernel: BaseKernel::default(), null: null(Statistic::U, Bootstrap::Multinomial) },
+    )
+    .unwrap();
     close(u.null.statistic, -0.419480557726, TOL, "Potts U");
     close(u.matrix.v_statistic(), 0.677232663945, TOL, "Potts V");
     // The literal transcription with fwd in place of bwd reproduces the spec's "wrong" numbers,
@@ -223,7 +239,12 @@ fn rbm_8_3() {
     for (i, w) in [-0.00645885003853, -0.0906902357729, -0.0942674547042].iter().enumerate() {
         close(s[i], *w, TOL, "RBM score");
     }
-    let u = kdsd_test(&t, &xs, &KdsdOptions { kernel: BaseKernel::default(), null: null(Statistic::U, Bootstrap::Multinomial) }).unwrap();
+    let u = kdsd_test(
+        &t,
+        &xs,
+        &KdsdOptions { kernel: BaseKernel::default(), null: null(Statistic::U, Bootstrap::Multinomial) },
+    )
+    .unwrap();
     close(u.null.statistic, -0.339360982245, TOL, "RBM U");
     close(u.matrix.v_statistic(), 0.0842197908380, TOL, "RBM V");
 }

@@ -298,6 +298,10 @@ impl Sampler for DlpSampler {
     }
 
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
+        // Specialised kernels (same Markov kernel) when the model qualifies: `crate::fast`.
+        if let Some(chains) = crate::fast::dlp_fast_path(&self.proposal, self.mh, target, x0)? {
+            return Ok(chains);
+        }
         Ok(Box::new(self.start_chains(target, x0)?))
     }
 

@@ -17,6 +17,7 @@
 
 pub mod block_gibbs;
 pub mod dlp;
+pub mod fast;
 pub mod gibbs;
 pub mod gwg;
 pub mod hamming_ball;

@@ -13,7 +13,8 @@ use dlp_core::{RunOptions, SamplerError, Target, run_chains, setup_rng};
 use dlp_exact::{EnumOptions, enumerate};
 use dlp_models::IsingModel;
 use dlp_reproduce::{
-    BoxStats, CommonArgs, CurvePoint, Figure, MeanErrorObserver, Panel, RefLine, Run, Series, merge_curves,
+    BoxStats, CommonArgs, CurvePoint, Figure, MeanErrorObserver, Panel, RefLine, Run, Series, chain0_series,
+    merge_curves,
 };
 use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
@@ -96,7 +97,9 @@ fn run(args: Args) -> Result<()> {
     }
     let run = Run::start("fig3", &args.common)?;
     let seed = args.common.seed;
-    println!("fig3: {L}x{L} periodic Ising σ_c={SIGMA} b={BIAS}; {chains} chains (paper code: {PAPER_CHAINS}), {steps} steps, seed {seed}");
+    println!(
+        "fig3: {L}x{L} periodic Ising σ_c={SIGMA} b={BIAS}; {chains} chains (paper code: {PAPER_CHAINS}), {steps} steps, seed {seed}"
+    );
 
     let model = IsingModel::paper_lattice(L, SIGMA, BIAS);
     let target: &dyn Target = &model;
@@ -112,8 +115,11 @@ fn run(args: Args) -> Result<()> {
     };
     let mean_s = truth.iter().sum::<f64>() / d as f64;
     match log_z {
-        Some(z) => println!("truth: 2^{d} states enumerated in {:.1} s: log Z = {z:.12}, E[s_i] = {mean_s:.12}", t.elapsed().as_secs_f64()),
-        None => println!("truth: E[s_i] = {mean_s} from spec §4.1 (no enumeration)"),
+        Some(z) => println!(
+            "truth: 2^{d} states enumerated in {:.1} s: log Z = {z:.12}, E[s_i] = {mean_s:.12}",
+            t.elapsed().as_secs_f64()
+        ),
+        None => println!("truth: E[s_i] = {mean_s:.12} from spec §4.1 (no enumeration)"),
     }
 
     // One initial batch for every sampler: s_i = +1 with probability σ(2b) (index 1 = +1).
@@ -145,10 +151,7 @@ fn run(args: Args) -> Result<()> {
         bar.finish_and_clear();
         let obs = &out.observers;
         let seconds = obs.iter().map(|o| o.step_seconds).sum::<f64>() / chains as f64;
-        let burn = (BURN_IN * steps as f64) as usize;
-        let ess: Vec<f64> = (0..d)
-            .map(|i| ess_tfp(&(burn..steps).map(|t| space.value(obs[0].chain0[t * d + i]) as f64).collect::<Vec<_>>()))
-            .collect();
+        let ess: Vec<f64> = chain0_series(obs, &space, BURN_IN).iter().map(|s| ess_tfp(s)).collect();
         let chain_steps = obs.iter().map(|o| o.chain_steps).sum::<u64>() as f64;
         let o = Outcome {
             name: name.to_string(),
@@ -174,7 +177,9 @@ fn run(args: Args) -> Result<()> {
 
     let rows: Vec<Vec<String>> = outcomes
         .iter()
-        .flat_map(|o| o.curve.iter().map(|p| vec![label(o), p.step.to_string(), p.log_rmse.to_string(), p.seconds.to_string()]))
+        .flat_map(|o| {
+            o.curve.iter().map(|p| vec![label(o), p.step.to_string(), p.log_rmse.to_string(), p.seconds.to_string()])
+        })
         .collect();
     run.write_csv("curves.csv", &["sampler", "step", "log_rmse", "seconds"], &rows)?;
     let summary = json!({
@@ -223,10 +228,18 @@ fn five(v: &[f64]) -> Value {
 /// The numbers the paper or the spec give for a sampler, to print beside ours.
 fn paper_values(name: &str) -> Value {
     match name {
-        "dula" => json!({"log_rmse_floor": SPEC_DULA_FLOOR, "source": "spec §4.2: exact stationary mean of DULA at α = 0.2 (biased)"}),
-        "dmala" => json!({"acceptance": 0.688, "mean_n_changed": 2.96, "source": "spec §4.9 simulation, α = 0.4 (±0.02); paper: fastest in iterations and time, best ESS/s"}),
-        "gwg" => json!({"acceptance": 0.955, "source": "spec §4.9 simulation (±0.02); paper: DULA ≈ LB-1 ≈ GWG-1 < DMALA"}),
-        "gwg-4" => json!({"acceptance": 0.659, "source": "spec §4.9 simulation (±0.02); paper: worse than DMALA (lower acceptance)"}),
+        "dula" => {
+            json!({"log_rmse_floor": SPEC_DULA_FLOOR, "source": "spec §4.2: exact stationary mean of DULA at α = 0.2 (biased)"})
+        }
+        "dmala" => {
+            json!({"acceptance": 0.688, "mean_n_changed": 2.96, "source": "spec §4.9 simulation, α = 0.4 (±0.02); paper: fastest in iterations and time, best ESS/s"})
+        }
+        "gwg" => {
+            json!({"acceptance": 0.955, "source": "spec §4.9 simulation (±0.02); paper: DULA ≈ LB-1 ≈ GWG-1 < DMALA"})
+        }
+        "gwg-4" => {
+            json!({"acceptance": 0.659, "source": "spec §4.9 simulation (±0.02); paper: worse than DMALA (lower acceptance)"})
+        }
         "lb" => json!({"source": "paper: DULA ≈ LB-1 ≈ GWG-1 < DMALA"}),
         _ => Value::Null,
     }
@@ -271,7 +284,11 @@ fn claims(outcomes: &[Outcome]) -> Vec<Value> {
             "paper §7.1, Fig. 3 right",
             Some(others().all(|o| at_time(dm, budget) < at_time(o, budget))),
             format!("at {budget:.3} s/chain: ")
-                + &outcomes.iter().map(|o| format!("{} {:.3}", label(o), at_time(o, budget))).collect::<Vec<_>>().join(", "),
+                + &outcomes
+                    .iter()
+                    .map(|o| format!("{} {:.3}", label(o), at_time(o, budget)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
         );
         claim(
             "DMALA has the highest median ESS/s among exact samplers",
@@ -280,7 +297,12 @@ fn claims(outcomes: &[Outcome]) -> Vec<Value> {
             outcomes.iter().map(|o| format!("{} {:.1}", label(o), ess_s(o))).collect::<Vec<_>>().join(", "),
         );
         if let Some(g4) = get("gwg-4") {
-            claim("GWG-4 is worse than DMALA", "paper §7.1", Some(fin(g4) > fin(dm)), format!("{:.3} vs {:.3}", fin(g4), fin(dm)));
+            claim(
+                "GWG-4 is worse than DMALA",
+                "paper §7.1",
+                Some(fin(g4) > fin(dm)),
+                format!("{:.3} vs {:.3}", fin(g4), fin(dm)),
+            );
         }
     }
     if let (Some(gibbs), Some(dm), Some(du)) = (get("bg-1"), get("dmala"), get("dula")) {

@@ -34,7 +34,7 @@ struct Args {
     /// K = 100, K grid 5,10,25,50,100, 25 × 25 lattice, 2,000 × 10^6-step data).
     #[arg(long)]
     paper_scale: bool,
-    /// Lattice side L (D = L²) [paper: 25; default: 25; --quick: 6].
+    /// Lattice side L (D = L²) [paper: 25; default: 10; --quick: 6].
     #[arg(long)]
     lattice: Option<usize>,
     /// Coupling σ_c of the data model (J = σ_c A).
@@ -46,7 +46,7 @@ struct Args {
     /// Gibbs steps (single sites) per training sample [paper and default: 1000000; --quick: 20000].
     #[arg(long)]
     data_steps: Option<usize>,
-    /// PCD iterations [paper: 10000; default: see paper/fig5.md; --quick: 40].
+    /// PCD iterations [paper: 10000; default: 500 (see paper/fig5.md); --quick: 40].
     #[arg(long)]
     iters: Option<usize>,
     /// Sampler steps per iteration for panels a/b [paper: 100; --quick: 10].
@@ -99,7 +99,8 @@ fn main() {
 }
 
 /// The reduced default scale (see `paper/fig5.md` for the measurement behind it).
-const DEFAULT_ITERS: usize = 2_000;
+const DEFAULT_ITERS: usize = 500;
+const DEFAULT_LATTICE: usize = 10;
 const DEFAULT_K: usize = 100;
 const DEFAULT_KS: &str = "5,10,25,50,100";
 
@@ -109,7 +110,7 @@ fn run(args: Args) -> Result<()> {
     let pick = |given: Option<usize>, paper_v: usize, default_v: usize, quick_v: usize| {
         given.unwrap_or(if quick { quick_v } else if paper { paper_v } else { default_v })
     };
-    let l = pick(args.lattice, 25, 25, 6);
+    let l = pick(args.lattice, 25, DEFAULT_LATTICE, 6);
     let n_data = pick(args.data_samples, 2_000, 2_000, 300);
     let data_steps = pick(args.data_steps, 1_000_000, 1_000_000, 20_000);
     let iters = pick(args.iters, 10_000, DEFAULT_ITERS, 40);

@@ -59,9 +59,9 @@ impl Target for LatticeIsing {
 
 use dlp_core::DomainKind;
 use dlp_core::testing::Quadratic;
+use dlp_exact::reference::RefParams;
 use dlp_models::{Couplings, IsingModel, PottsModel, Rbm, TableModel};
 use dlp_samplers::SamplerParams;
-use dlp_exact::reference::RefParams;
 use proptest::prelude::*;
 
 /// A small random model, described by its parameters so proptest can shrink and print it.
@@ -100,8 +100,12 @@ impl ModelSpec {
                 Box::new(IsingModel::from_dense(*d, &sym(*d, j), b.clone(), dom).unwrap())
             }
             ModelSpec::Potts { d, k, j, h } => Box::new(
-                PottsModel::new(dlp_core::Space::categorical(*d, *k), Couplings::from_dense(*d, &sym(*d, j)).unwrap(), h.clone())
-                    .unwrap(),
+                PottsModel::new(
+                    dlp_core::Space::categorical(*d, *k),
+                    Couplings::from_dense(*d, &sym(*d, j)).unwrap(),
+                    h.clone(),
+                )
+                .unwrap(),
             ),
             ModelSpec::Rbm { d, m, w, b, c, spin } => {
                 let dom = if *spin { DomainKind::Spin } else { DomainKind::Binary };
@@ -145,7 +149,9 @@ pub fn categorical(max_states: usize) -> impl Strategy<Value = ModelSpec> {
         .prop_filter("space too large", move |(d, k, _)| k.pow(*d as u32) <= max_states)
         .prop_flat_map(|(d, k, potts)| {
             if potts {
-                (coef(d * (d - 1) / 2, 1.0), coef(d * k, 1.0)).prop_map(move |(j, h)| ModelSpec::Potts { d, k, j, h }).boxed()
+                (coef(d * (d - 1) / 2, 1.0), coef(d * k, 1.0))
+                    .prop_map(move |(j, h)| ModelSpec::Potts { d, k, j, h })
+                    .boxed()
             } else {
                 coef(k.pow(d as u32), 2.0).prop_map(move |logp| ModelSpec::Table { d, k, logp }).boxed()
             }
@@ -208,13 +214,44 @@ pub fn precond(d: usize) -> Vec<f64> {
 
 impl Case {
     pub fn params(&self, d: usize) -> SamplerParams {
-        SamplerParams {
-            step_size: self.step_size,
-            preconditioner: self.precond.then(|| precond(d)),
-            batch_size: None,
-        }
+        SamplerParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
     }
     pub fn ref_params(&self, d: usize) -> RefParams {
         RefParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
     }
+}
+
+/// G statistic of observed counts against probabilities `p` (Σp = 1, n = Σcounts), cells
+/// with expected count < 5 pooled into one (dropped if the pool is still < 5, which only
+/// loses power), and its degrees of freedom (cells − 1).
+pub fn g_test(counts: &[u64], p: &[f64]) -> (f64, usize) {
+    let n: u64 = counts.iter().sum();
+    let n = n as f64;
+    let (mut cells, mut pool_o, mut pool_e) = (Vec::new(), 0.0, 0.0);
+    for (&o, &q) in counts.iter().zip(p) {
+        let e = n * q;
+        if e >= 5.0 {
+            cells.push((o as f64, e));
+        } else {
+            pool_o += o as f64;
+            pool_e += e;
+        }
+    }
+    if pool_e >= 5.0 {
+        cells.push((pool_o, pool_e));
+    } else {
+        // Counts in cells of (near) zero probability are a failure no pooling may hide.
+        assert!(pool_o <= pool_e + 10.0 * pool_e.sqrt() + 5.0, "{pool_o} observations in cells expecting {pool_e}");
+    }
+    let g = 2.0 * cells.iter().map(|&(o, e)| if o > 0.0 { o * (o / e).ln() } else { 0.0 }).sum::<f64>();
+    (g, cells.len().saturating_sub(1))
+}
+
+/// The χ² critical value for `df` degrees of freedom at level `alpha` (0 for df = 0).
+pub fn chi2_critical(df: usize, alpha: f64) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    if df == 0 {
+        return 0.0;
+    }
+    ChiSquared::new(df as f64).unwrap().inverse_cdf(1.0 - alpha)
 }

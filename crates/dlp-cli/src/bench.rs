@@ -1,0 +1,322 @@
+//! `dlp bench`: times samplers on the paper's periodic Ising lattice and a 784×500 RBM and
+//! prints one JSON object per configuration in the schema of the peer harness
+//! (`shared/peer/README.md`, "JSON lines"), so `summarize.py` puts `impl: "rust"` beside the
+//! official PyTorch code, the numpy reference and the C floor.
+//!
+//! Per (sampler, model, L, σ, chains, threads): fresh chains from a fixed initial batch
+//! (Ising: x_i ~ Bernoulli(σ(2b)), the peer's `init_dist`; RBM: Bernoulli(½)), one warm-up
+//! run that also calibrates, then `repeats` runs of n steps filling `--budget` seconds,
+//! through `dlp_core::run_chains` (so threads split the chains into tasks exactly as every
+//! other run does). `seconds_per_step` is the median over repeats, `seconds_per_step_min`
+//! the minimum. With several thread counts the final states of every count are compared
+//! with the first (`identical_to_first_threads`). `--path generic` hides the model's
+//! concrete type from the samplers (`dlp_samplers::fast::Generic`), timing the generic
+//! kernels (`impl: "rust-generic"`).
+
+use clap::{Args as ClapArgs, ValueEnum};
+use dlp_cli::CliError;
+use dlp_core::math::sigmoid;
+use dlp_core::{RunOptions, StepInfo, Target, run_chains, setup_rng};
+use dlp_models::{IsingModel, Rbm};
+use dlp_samplers::fast::Generic;
+use dlp_samplers::{SamplerParams, build_sampler};
+use rand::RngExt;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `dlp bench`.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Smoke sweep: L ∈ {10, 50}, chains ∈ {1, 256}, σ = 0.1, threads {1, 2}, RBM.
+    #[arg(long)]
+    quick: bool,
+    /// Ising side lengths, comma-separated [default: 5,10,25,50,100].
+    #[arg(long = "L", value_delimiter = ',')]
+    l: Option<Vec<usize>>,
+    /// Chain counts, comma-separated [default: 1,16,256].
+    #[arg(long = "B", value_delimiter = ',')]
+    chains: Option<Vec<usize>>,
+    /// Ising couplings σ (J = σ·A), comma-separated [default: 0.1,0.25].
+    #[arg(long, value_delimiter = ',')]
+    sigmas: Option<Vec<f64>>,
+    /// Thread counts, comma-separated [default: 1,2].
+    #[arg(long, value_delimiter = ',')]
+    threads: Option<Vec<usize>>,
+    /// Samplers, comma-separated (dula, dmala, gwg, bg-1, or any registry name).
+    #[arg(long, value_delimiter = ',', default_value = "dula,dmala,gwg,bg-1")]
+    samplers: Vec<String>,
+    /// Skip the RBM.
+    #[arg(long)]
+    no_rbm: bool,
+    /// Only the RBM.
+    #[arg(long)]
+    rbm_only: bool,
+    /// RBM chains.
+    #[arg(long, default_value_t = 100)]
+    rbm_chains: usize,
+    /// Seconds of timed steps per configuration and thread count.
+    #[arg(long, default_value_t = 0.05)]
+    budget: f64,
+    /// Master seed (model weights and initial states come from its stream 0).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Which kernels to time.
+    #[arg(long, value_enum, default_value_t = PathChoice::Fast)]
+    path: PathChoice,
+    /// Write the JSON lines to this file (atomically) instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Kernel choice.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+enum PathChoice {
+    /// What `start()` picks (specialised kernels where the model qualifies): impl "rust".
+    Fast,
+    /// The generic kernels only: impl "rust-generic".
+    Generic,
+    /// Both, interleaved per configuration.
+    Both,
+}
+
+/// Upstream experiment scripts' step sizes (`ising_sample.py`, `rbm_sample.py`).
+fn step_size(model: &str, sampler: &str) -> Option<f64> {
+    match (model, sampler) {
+        ("ising", "dula") => Some(0.2),
+        ("ising", "dmala") => Some(0.4),
+        ("rbm", "dula") => Some(0.1),
+        ("rbm", "dmala") => Some(0.2),
+        _ => None,
+    }
+}
+
+/// The Ising bias of the paper's experiments.
+const ISING_BIAS: f64 = 0.2;
+/// RBM shape of the peer harness.
+const RBM_SHAPE: (usize, usize) = (784, 500);
+
+/// Runs `dlp bench`.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let (ls, bs, sigmas, threads) = if args.quick {
+        (vec![10, 50], vec![1, 256], vec![0.1], vec![1, 2])
+    } else {
+        (vec![5, 10, 25, 50, 100], vec![1, 16, 256], vec![0.1, 0.25], vec![1, 2])
+    };
+    let ls = args.l.clone().unwrap_or(ls);
+    let bs = args.chains.clone().unwrap_or(bs);
+    let sigmas = args.sigmas.clone().unwrap_or(sigmas);
+    let threads = args.threads.clone().unwrap_or(threads);
+    if threads.is_empty() || threads.contains(&0) || bs.contains(&0) || ls.contains(&0) {
+        return Err(CliError::input("--threads, --B and --L take positive integers"));
+    }
+    if !(args.budget > 0.0 && args.budget.is_finite()) {
+        return Err(CliError::input(format!("--budget must be a positive number of seconds, got {}", args.budget)));
+    }
+    for s in &args.samplers {
+        let params = SamplerParams { step_size: Some(0.1), ..Default::default() };
+        if build_sampler(s, &params).is_err() && build_sampler(s, &SamplerParams::default()).is_err() {
+            return Err(CliError::input(format!("--samplers: unknown sampler {s:?}")));
+        }
+    }
+    let paths: &[bool] = match args.path {
+        PathChoice::Fast => &[true],
+        PathChoice::Generic => &[false],
+        PathChoice::Both => &[true, false],
+    };
+    let mut sink = Sink::new(args.out.clone());
+    if !args.rbm_only {
+        for &sigma in &sigmas {
+            for &l in &ls {
+                let model = IsingModel::paper_lattice(l, sigma, ISING_BIAS);
+                for &b in &bs {
+                    let x0 = bernoulli_rows(args.seed, l * l, b, sigmoid(2.0 * ISING_BIAS));
+                    for name in &args.samplers {
+                        for &fast in paths {
+                            let base = json!({"model": "ising", "L": l, "sigma": sigma, "dims": l * l});
+                            time_config(&args, &mut sink, &model, name, "ising", base, &x0, &threads, fast)?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if !args.no_rbm {
+        let rbm = random_rbm(args.seed);
+        let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, args.rbm_chains, 0.5);
+        for name in &args.samplers {
+            for &fast in paths {
+                let base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
+                time_config(&args, &mut sink, &rbm, name, "rbm", base, &x0, &threads, fast)?;
+            }
+        }
+    }
+    sink.finish()
+}
+
+/// Where records go: stdout as they come, or a file written atomically at the end.
+struct Sink {
+    out: Option<PathBuf>,
+    lines: Vec<String>,
+}
+
+impl Sink {
+    fn new(out: Option<PathBuf>) -> Self {
+        Sink { out, lines: Vec::new() }
+    }
+
+    fn emit(&mut self, rec: &Value) {
+        let line = rec.to_string();
+        if self.out.is_some() {
+            self.lines.push(line);
+        } else {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+
+    fn finish(self) -> Result<(), CliError> {
+        if let Some(path) = &self.out {
+            let mut text = self.lines.join("\n");
+            text.push('\n');
+            dlp_cli::atomic_write(path, text.as_bytes())
+                .map_err(|e| CliError::input(format!("cannot write {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+}
+
+/// `n` rows of `d` independent Bernoulli(p) bits from stream 0 of `seed`.
+fn bernoulli_rows(seed: u64, d: usize, n: usize, p: f64) -> Vec<u32> {
+    let mut rng = setup_rng(seed);
+    (0..n * d).map(|_| u32::from(rng.random::<f64>() < p)).collect()
+}
+
+/// The peer's RBM (`rbm_sample.py` without data): W ~ N(0, 0.05), b, c ~ N(0, 1), binary
+/// visibles. Normals by Box–Muller from stream 0 (one formula; not worth a dependency).
+fn random_rbm(seed: u64) -> Rbm {
+    let (d, m) = RBM_SHAPE;
+    let mut rng = setup_rng(seed ^ 0x5eed_0b4d);
+    let mut normal = move || {
+        let u1: f64 = 1.0 - rng.random::<f64>();
+        let u2: f64 = rng.random::<f64>();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    };
+    let w: Vec<f64> = (0..d * m).map(|_| 0.05f64.sqrt() * normal()).collect();
+    let b: Vec<f64> = (0..d).map(|_| normal()).collect();
+    let c: Vec<f64> = (0..m).map(|_| normal()).collect();
+    Rbm::new(dlp_core::DomainKind::Binary, d, m, w, b, c).expect("finite RBM parameters")
+}
+
+fn load1() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Sums of StepInfo over a run: (steps·chains, accepted, changed coordinates).
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    accepted: u64,
+    changed: u64,
+}
+
+impl dlp_core::Observer for Tally {
+    fn observe(&mut self, _: &dlp_core::StepContext, _: &[u32], info: &[StepInfo]) {
+        for i in info {
+            self.records += 1;
+            self.accepted += i.accepted as u64;
+            self.changed += i.n_changed as u64;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn time_config(
+    args: &Args,
+    sink: &mut Sink,
+    model: &dyn Target,
+    name: &str,
+    kind: &str,
+    base: Value,
+    x0: &[u32],
+    threads: &[usize],
+    fast: bool,
+) -> Result<(), CliError> {
+    let params = SamplerParams { step_size: step_size(kind, name), ..Default::default() };
+    let sampler = build_sampler(name, &params).map_err(CliError::input)?;
+    let generic = Generic(model);
+    let target: &dyn Target = if fast { model } else { &generic };
+    let d = target.space().d;
+    let chains = x0.len() / d;
+    let sites_per_step = if name.starts_with("bg-") || name.starts_with("gibbs") { 1 } else { d };
+    let mut first_states: Option<Vec<u32>> = None;
+    for &t in threads {
+        let load = load1();
+        let opts = RunOptions { seed: args.seed, threads: t, chains_per_task: 0 };
+        let go = |steps: usize| {
+            run_chains(sampler.as_ref(), target, x0, steps, &opts, |_, _| Tally::default())
+                .map_err(|e| CliError::input(format!("{name} on {kind}: {e}")))
+        };
+        // Warm-up doubling as calibration: grow the step count until a run takes ≥ budget/8.
+        let mut steps = 1;
+        let mut per = loop {
+            let out = go(steps)?;
+            let per = out.wall_seconds / steps as f64;
+            if out.wall_seconds >= args.budget / 8.0 || steps >= 1 << 20 {
+                break per;
+            }
+            steps *= 4;
+        };
+        per = per.max(1e-9);
+        let repeats = if 3.0 * per <= args.budget { 3 } else { 1 };
+        let n = ((args.budget / (repeats as f64 * per)) as usize).max(1);
+        let mut secs = Vec::new();
+        let mut tally = Tally::default();
+        let mut finals = Vec::new();
+        for _ in 0..repeats {
+            let out = go(n)?;
+            secs.push(out.wall_seconds / n as f64);
+            for o in out.observers {
+                tally.records += o.records;
+                tally.accepted += o.accepted;
+                tally.changed += o.changed;
+            }
+            finals = out.final_states;
+        }
+        let identical = match &first_states {
+            None => {
+                first_states = Some(finals);
+                None
+            }
+            Some(f) => Some(*f == finals),
+        };
+        let mut sorted = secs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let min = sorted[0];
+        let mut rec = base.clone();
+        let o = rec.as_object_mut().expect("object");
+        o.insert("impl".into(), json!(if fast { "rust" } else { "rust-generic" }));
+        o.insert("sampler".into(), json!(name));
+        o.insert("chains".into(), json!(chains));
+        o.insert("steps".into(), json!(n * repeats));
+        o.insert("repeats".into(), json!(repeats));
+        o.insert("seconds_per_step".into(), json!(median));
+        o.insert("seconds_per_step_min".into(), json!(min));
+        o.insert("ns_per_spin_step".into(), json!(median * 1e9 / (chains * d) as f64));
+        o.insert("sites_per_step".into(), json!(sites_per_step));
+        o.insert("ns_per_site_update".into(), json!(median * 1e9 / (chains * sites_per_step) as f64));
+        o.insert("threads".into(), json!(t));
+        o.insert("cold".into(), json!(false));
+        o.insert("accept_rate".into(), json!(tally.accepted as f64 / tally.records.max(1) as f64));
+        o.insert("flip_rate".into(), json!(tally.changed as f64 / (tally.records.max(1) as f64 * d as f64)));
+        if let Some(same) = identical {
+            o.insert("identical_to_first_threads".into(), json!(same));
+        }
+        o.insert("load1_at_start".into(), json!(load));
+        o.insert("rustc_profile".into(), json!(if cfg!(debug_assertions) { "debug" } else { "release" }));
+        sink.emit(&rec);
+    }
+    Ok(())
+}

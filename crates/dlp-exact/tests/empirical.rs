@@ -1,0 +1,189 @@
+//! The compiled `step` against exact laws (style.md rules 8–9).
+//!
+//! * One step: 4,000 chains started at each state of the §4.3 model take one step; each
+//!   row's counts are G-tested against the exact row of the sampler's kernel (which
+//!   `exact_matrices.rs` ties to the paper's formula). Family-wise false-failure rate ≤ 1e−3
+//!   per test: Bonferroni over all rows of all samplers (α_row = 1e−3 / #rows).
+//! * Chain level: 2,000 seeded chains run 240 steps from one state; the final states are
+//!   G-tested at α = 1e−4 against the exact stationary law (DULA: its own biased law, solved
+//!   from its matrix). For time-homogeneous kernels the test first checks exactly that
+//!   240 steps bring the start's law within 1e−3 (TV) of stationarity, far below the
+//!   test's resolution (~1/√2000 ≈ 0.022), so comparing with the stationary law is sound; for bg/hb (random schedules with
+//!   memory) the averaged kernel mixes this fast too.
+//!
+//! The G statistic's χ² approximation is used with cells of expected count ≥ 5 (rest pooled).
+
+mod common;
+
+use common::{Case, cases, chi2_critical, g_test};
+use dlp_core::testing::{PairwiseCategorical, Quadratic};
+use dlp_core::{RunOptions, Sampler, StepInfo, Target, chain_rngs, run_chains};
+use dlp_exact::matrix::{kernel_matrix, stationary};
+use dlp_exact::{cycle_matrix, probabilities, total_variation};
+use dlp_samplers::build_sampler;
+
+const N: usize = 4000;
+const N_CHAINS: usize = 2000;
+
+fn small_rbm() -> dlp_models::Rbm {
+    dlp_models::Rbm::new(
+        dlp_core::DomainKind::Spin,
+        3,
+        2,
+        vec![0.5, -1.0, 0.3, 0.8, -0.4, 0.2],
+        vec![0.1, -0.2, 0.3],
+        vec![0.4, -0.5],
+    )
+    .unwrap()
+}
+
+/// The target each case runs on here, and a second categorical target where supported.
+fn targets(case: &Case) -> Vec<Box<dyn Target>> {
+    match case.name {
+        "block-gibbs" => vec![Box::new(small_rbm())],
+        "lb" | "gwg-2" | "gwg-3" => vec![Box::new(Quadratic::spec_tiny())],
+        _ => vec![Box::new(Quadratic::spec_tiny()), Box::new(PairwiseCategorical::spec_small())],
+    }
+}
+
+fn build(case: &Case, d: usize) -> Box<dyn Sampler> {
+    build_sampler(case.name, &case.params(d)).unwrap()
+}
+
+#[test]
+fn one_step_rows_of_step_match_exact_rows() {
+    let mut rows = Vec::new(); // (sampler, state, G, df)
+    for case in cases() {
+        for target in targets(&case) {
+            let t = target.as_ref();
+            let space = t.space();
+            let d = space.d;
+            let sampler = build(&case, d);
+            let p = kernel_matrix(t, sampler.as_ref(), 0).unwrap();
+            let n = p.nrows();
+            for s in 0..n {
+                let mut x = vec![0u32; d];
+                space.state_of_index(s as u64, &mut x);
+                let x0: Vec<u32> = x.iter().copied().cycle().take(N * d).collect();
+                let mut chains = sampler.start(t, &x0).unwrap();
+                // Seed = case position × 1000 + state: distinct, fixed streams per row.
+                let mut rngs = chain_rngs(7_000 + s as u64, 0, N);
+                let mut info = vec![StepInfo::default(); N];
+                chains.step(&mut rngs, &mut info);
+                let mut counts = vec![0u64; n];
+                for y in chains.positions().chunks(d) {
+                    counts[space.index_of_state(y) as usize] += 1;
+                }
+                let row: Vec<f64> = (0..n).map(|j| p[(s, j)]).collect();
+                let (g, df) = g_test(&counts, &row);
+                rows.push((case.name, n, s, g, df));
+            }
+        }
+    }
+    let alpha_row = 1e-3 / rows.len() as f64;
+    for (name, n, s, g, df) in &rows {
+        assert!(*g <= chi2_critical(*df, alpha_row), "{name} ({n} states): row {s}: G = {g:.2} on {df} df");
+    }
+}
+
+#[test]
+fn seeded_chains_reach_the_exact_stationary_law() {
+    const T: usize = 240;
+    for case in cases() {
+        for target in targets(&case) {
+            let t = target.as_ref();
+            let d = t.space().d;
+            // With h_1 = 0.5 the categorical chain moves coordinate 1 w.p. ≈ e^{−5} per step:
+            // it needs thousands of steps to mix, so preconditioned cases use the binary model.
+            if case.precond && t.space().kind == dlp_core::DomainKind::Categorical {
+                continue;
+            }
+            let sampler = build(&case, d);
+            let p = cycle_matrix(t, sampler.as_ref()).unwrap();
+            let law = if case.exact { probabilities(t).unwrap() } else { stationary(&p).unwrap() };
+            if !case.exact {
+                assert!(
+                    total_variation(&law, &probabilities(t).unwrap()) > 0.01,
+                    "{}: DULA should be biased",
+                    case.name
+                );
+            }
+            let phases = dlp_exact::matrix::n_phases(t, sampler.as_ref()).unwrap();
+            assert_eq!(T % phases, 0, "T must be a whole number of cycles");
+            if !case.name.starts_with("bg") && !case.name.starts_with("hb") {
+                let mut mu = vec![0.0; law.len()];
+                mu[0] = 1.0;
+                for _ in 0..T / phases {
+                    mu = (0..law.len()).map(|j| (0..law.len()).map(|i| mu[i] * p[(i, j)]).sum()).collect();
+                }
+                let tv = total_variation(&mu, &law);
+                assert!(tv < 1e-3, "{}: {} steps do not mix: TV {tv:e}", case.name, T);
+            }
+            let x0 = vec![0u32; N_CHAINS * d];
+            let out = run_chains(
+                sampler.as_ref(),
+                t,
+                &x0,
+                T,
+                &RunOptions { seed: 11, threads: 1, chains_per_task: 0 },
+                |_, _| (),
+            )
+            .unwrap();
+            let mut counts = vec![0u64; law.len()];
+            for y in out.final_states.chunks(d) {
+                counts[t.space().index_of_state(y) as usize] += 1;
+            }
+            let (g, df) = g_test(&counts, &law);
+            assert!(g <= chi2_critical(df, 1e-4), "{}: G = {g:.2} on {df} df", case.name);
+        }
+    }
+}
+
+/// DULA/DMALA take a specialised kernel on lattice Ising models (`dlp_samplers::fast`); its
+/// `step` must have the generic kernel's rows. 3×3 periodic spin lattice (the vectorised
+/// path; 4 start states, 20,000 chains each) and a 4-site ring on bits (scalar path, all 16
+/// rows, 4,000 chains each). Bonferroni over all rows: family-wise false-failure ≤ 1e−3.
+#[test]
+fn lattice_fast_paths_have_the_exact_rows() {
+    use dlp_models::IsingModel;
+    let grid = IsingModel::paper_lattice(3, 0.1, 0.2);
+    let ring = IsingModel::lattice(&[4], true, -0.7, vec![0.3; 4], dlp_core::DomainKind::Binary).unwrap();
+    let mut rows = Vec::new();
+    for (target, starts, n) in [(&grid, vec![0u64, 37, 300, 511], 20_000usize), (&ring, (0..16).collect(), N)] {
+        let t: &dyn Target = target;
+        let d = t.space().d;
+        for (name, alpha) in [("dula", 0.3), ("dmala", 0.6)] {
+            let sampler =
+                build_sampler(name, &dlp_samplers::SamplerParams { step_size: Some(alpha), ..Default::default() })
+                    .unwrap();
+            for &s in &starts {
+                let row = sampler.exact().unwrap().transition_row(t, &state(t, s), 0);
+                let mut exact = vec![0.0; 1 << d];
+                for (y, p) in row {
+                    exact[t.space().index_of_state(&y) as usize] = p;
+                }
+                let x0: Vec<u32> = state(t, s).into_iter().cycle().take(n * d).collect();
+                let mut chains = sampler.start(t, &x0).unwrap();
+                let mut rngs = chain_rngs(9_000 + s, 0, n);
+                let mut info = vec![StepInfo::default(); n];
+                chains.step(&mut rngs, &mut info);
+                let mut counts = vec![0u64; 1 << d];
+                for y in chains.positions().chunks(d) {
+                    counts[t.space().index_of_state(y) as usize] += 1;
+                }
+                let (g, df) = g_test(&counts, &exact);
+                rows.push((name, d, s, g, df));
+            }
+        }
+    }
+    let alpha_row = 1e-3 / rows.len() as f64;
+    for (name, d, s, g, df) in rows {
+        assert!(g <= chi2_critical(df, alpha_row), "{name} (d = {d}): row {s}: G = {g:.2} on {df} df");
+    }
+}
+
+fn state(t: &dyn Target, s: u64) -> Vec<u32> {
+    let mut x = vec![0u32; t.space().d];
+    t.space().state_of_index(s, &mut x);
+    x
+}

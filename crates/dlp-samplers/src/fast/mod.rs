@@ -1,0 +1,103 @@
+//! Specialised kernels ("fast paths") for models whose structure makes a step much cheaper
+//! than the generic code, chosen in a sampler's `start()` through [`Target::as_any`].
+//!
+//! Every fast path is the **same Markov kernel** as the generic sampler it replaces (same
+//! proposal law, same acceptance rule, same [`StepInfo`] semantics, same per-chain streams),
+//! but it draws its randomness differently, so trajectories differ while laws agree. The
+//! tests in `fast/tests.rs` compare each fast path with the exact transition rows of the
+//! generic kernel (per-site flip probabilities and acceptance ratios to 1e-12, and one-step
+//! empirical rows by a χ² test), and the generic path stays the reference
+//! (`paper/performance.md` records what was measured and why it is fast).
+//!
+//! | fast path | when | file |
+//! |---|---|---|
+//! | DULA / DMALA on a uniform lattice Ising model | `IsingModel` with lattice couplings, uniform field, no preconditioner | [`ising`] |
+//!
+//! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a 16-bit
+//! draw is compared with the top 16 bits of T = ⌊p·2⁶⁴⌋ and only on a tie (probability
+//! 2⁻¹⁶) are 48 more bits drawn — so a decision costs 2 random bytes on average and the
+//! realised flip probability is exactly T/2⁶⁴ (within 2⁻⁶⁴ of p; the generic path's f64
+//! uniform realises p within 2⁻⁵³).
+//!
+//! [`Generic`] hides the concrete model so that the generic path can be forced (benchmarks
+//! and the tests that compare the two paths).
+
+pub mod ising;
+
+use dlp_core::{DataTarget, Space, Target};
+
+/// The flip threshold T = ⌊p·2⁶⁴⌋ (saturating at 2⁶⁴ − 1) split for the two-stage test:
+/// flip iff `r16 < hi`, or `r16 == hi` and `r48 < lo`, with r16, r48 uniform 16- and 48-bit
+/// integers; the flip probability is then exactly T/2⁶⁴.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Threshold {
+    /// Top 16 bits of T.
+    pub hi: u16,
+    /// Low 48 bits of T.
+    pub lo: u64,
+}
+
+impl Threshold {
+    /// The threshold of probability `p` (clamped to [0, 1]; NaN counts as 0).
+    pub fn of_probability(p: f64) -> Self {
+        // 2^64 is a power of two, so p·2^64 is exact; `as` truncates (floor) and saturates.
+        let t = if p >= 1.0 { u64::MAX } else if p > 0.0 { (p * 18_446_744_073_709_551_616.0) as u64 } else { 0 };
+        Threshold { hi: (t >> 48) as u16, lo: t & ((1u64 << 48) - 1) }
+    }
+
+    /// The probability the two-stage test realises, T/2⁶⁴ (as f64).
+    pub fn probability(&self) -> f64 {
+        ((self.hi as u64) << 48 | self.lo) as f64 / 18_446_744_073_709_551_616.0
+    }
+}
+
+/// A target that forwards everything except [`Target::as_any`], so samplers take their
+/// generic path on it. Used to time and test the generic kernels against the fast ones.
+pub struct Generic<'a>(pub &'a dyn Target);
+
+impl Target for Generic<'_> {
+    fn space(&self) -> &Space {
+        self.0.space()
+    }
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        self.0.log_density_batch(xs, out)
+    }
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        self.0.log_density_grad_batch(xs, log_density, grad)
+    }
+    fn log_density(&self, x: &[u32]) -> f64 {
+        self.0.log_density(x)
+    }
+    fn log_density_grad(&self, x: &[u32], grad: &mut [f64]) -> f64 {
+        self.0.log_density_grad(x, grad)
+    }
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+        self.0.coordinate_deltas(x, i, out)
+    }
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
+        self.0.flip_deltas(x, out)
+    }
+    fn as_data_target(&self) -> Option<&dyn DataTarget> {
+        self.0.as_data_target()
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// The DLP fast path for `target`, if there is one: `Ok(None)` means "use the generic
+/// chains". Called from [`crate::dlp::DlpSampler`]'s `start`.
+pub fn dlp_fast_path<'t>(
+    proposal: &crate::dlp::DlpProposal,
+    mh: bool,
+    target: &'t dyn Target,
+    x0: &[u32],
+) -> Result<Option<Box<dyn dlp_core::Chains + 't>>, dlp_core::SamplerError> {
+    if proposal.precond().is_some() {
+        return Ok(None);
+    }
+    if let Some(m) = ising::qualifying_model(target) {
+        return Ok(Some(Box::new(ising::IsingDlpChains::new(m, proposal.half_inv_step(0), mh, x0)?)));
+    }
+    Ok(None)
+}

@@ -1,0 +1,268 @@
+//! The fast paths against the generic kernels: exact quantities first (per-site flip
+//! probabilities and DMALA log acceptance ratios for every state / many pairs of small
+//! lattices), then one-step empirical rows against the generic path's exact transition rows,
+//! then the fast chains' empirical law after a few steps against the generic chains'.
+
+use super::ising::{IsingDlpChains, qualifying_model};
+use super::*;
+use crate::dlp::{DlpProposal, DlpSampler, log_accept_ratio};
+use dlp_core::{Chains, DomainKind, ExactKernel, Sampler, StepInfo, chain_rngs};
+use dlp_models::IsingModel;
+use std::collections::BTreeMap;
+
+/// Small lattices covering both geometries: the 3×3 torus (stencil kernel), L = 2 periodic
+/// (doubled neighbours collapse: CSR kernel, degree 2), an open 3×4 binary lattice (degrees
+/// 2–4), a periodic 1-D ring, and a 3×3 torus with strong coupling and negative field.
+fn lattices() -> Vec<(&'static str, IsingModel)> {
+    vec![
+        ("3x3 torus", IsingModel::paper_lattice(3, 0.1, 0.2)),
+        ("2x2 torus", IsingModel::paper_lattice(2, 0.1, 0.2)),
+        ("3x4 open binary", IsingModel::lattice(&[3, 4], false, 0.3, vec![-0.4; 12], DomainKind::Binary).unwrap()),
+        ("ring 7", IsingModel::lattice(&[7], true, -0.5, vec![0.1; 7], DomainKind::Spin).unwrap()),
+        ("3x3 strong", IsingModel::paper_lattice(3, 0.6, -0.3)),
+    ]
+}
+
+fn state_of(index: u64, d: usize) -> Vec<u32> {
+    (0..d).map(|i| ((index >> (d - 1 - i)) & 1) as u32).collect()
+}
+
+#[test]
+fn qualifying_models_take_the_fast_path_and_generic_hides_them() {
+    let m = IsingModel::paper_lattice(4, 0.1, 0.2);
+    assert!(qualifying_model(&m).is_some());
+    assert!(qualifying_model(&Generic(&m)).is_none());
+    let model = dlp_models::Model::Ising(m.clone());
+    assert!(qualifying_model(&model).is_some(), "found through Model::as_any");
+    let mut b = vec![0.2; 16];
+    b[3] = 0.3;
+    let nonuniform = IsingModel::lattice(&[4, 4], true, 0.2, b, DomainKind::Spin).unwrap();
+    assert!(qualifying_model(&nonuniform).is_none());
+    let p = DlpProposal::new(0.2, Some(vec![1.0; 16])).unwrap();
+    assert!(dlp_fast_path(&p, false, &m, &[0; 16]).unwrap().is_none(), "preconditioned DLP stays generic");
+}
+
+#[test]
+fn thresholds_realise_the_probability_to_2_pow_minus_64() {
+    for p in [0.0, 1e-30, 1e-5, 0.029, 0.18, 0.5, 0.999_999, 1.0 - 1e-16, 1.0] {
+        let t = Threshold::of_probability(p);
+        assert!((t.probability() - p).abs() <= 2f64.powi(-60), "p = {p}: {}", t.probability());
+    }
+}
+
+#[test]
+fn flip_probabilities_equal_the_generic_logits_for_every_state() {
+    for alpha in [0.2, 0.4, f64::INFINITY] {
+        for (name, m) in lattices() {
+            let d = m.d();
+            let proposal = DlpProposal::new(alpha, None).unwrap();
+            let chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), false, &vec![0; d]).unwrap();
+            let space = dlp_core::Target::space(&m);
+            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+            for s in 0..1u64 << d {
+                let x = state_of(s, d);
+                dlp_core::Target::log_density_grad(&m, &x, &mut g);
+                proposal.logits(space, &x, &g, &mut l, &mut z);
+                let fast = chains.flip_probabilities(&x);
+                for i in 0..d {
+                    let p = dlp_core::math::sigmoid(l[i]);
+                    assert!((fast[i] - p).abs() < 1e-12, "{name} α={alpha} x={x:?} site {i}: {} vs {p}", fast[i]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dmala_log_accept_ratios_equal_the_generic_ones() {
+    let mut rng = dlp_core::setup_rng(11);
+    for (name, m) in lattices() {
+        let d = m.d();
+        let proposal = DlpProposal::new(0.4, None).unwrap();
+        let chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &vec![0; d]).unwrap();
+        let space = dlp_core::Target::space(&m);
+        let generic = |x: &[u32], y: &[u32]| {
+            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+            let fx = dlp_core::Target::log_density_grad(&m, x, &mut g);
+            let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
+            let fwd = proposal.log_prob(space, x, y, &l, lzx);
+            let fy = dlp_core::Target::log_density_grad(&m, y, &mut g);
+            let lzy = proposal.logits(space, y, &g, &mut l, &mut z);
+            let rev = proposal.log_prob(space, y, x, &l, lzy);
+            log_accept_ratio(fx, fy, fwd, rev)
+        };
+        for _ in 0..3000 {
+            let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+            let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+            if x == y {
+                continue;
+            }
+            let (a, b) = (chains.log_accept_ratio(&x, &y), generic(&x, &y));
+            assert!((a - b).abs() < 1e-10, "{name}: x={x:?} y={y:?}: fast {a} generic {b}");
+        }
+    }
+}
+
+/// Upper χ² quantile by Wilson–Hilferty at z = 4.75 (one-sided normal tail 1.0e-6; the
+/// approximation's error at these degrees of freedom is far below that margin), so a test
+/// making a handful of such comparisons has a false-failure rate below 1e-5.
+fn chi2_limit(df: usize) -> f64 {
+    let k = df as f64;
+    let h = 2.0 / (9.0 * k);
+    k * (1.0 - h + 4.75 * h.sqrt()).powi(3)
+}
+
+/// Pearson χ² of `counts` (n draws) against probabilities `p`, cells with expected count
+/// < 10 lumped into one; returns (statistic, degrees of freedom).
+fn chi2(counts: &BTreeMap<Vec<u32>, u64>, p: &BTreeMap<Vec<u32>, f64>, n: u64) -> (f64, usize) {
+    let (mut stat, mut cells) = (0.0, 0);
+    let (mut lump_o, mut lump_e) = (0.0, 0.0);
+    for (y, &py) in p {
+        let e = py * n as f64;
+        let o = *counts.get(y).unwrap_or(&0) as f64;
+        if e < 10.0 {
+            lump_o += o;
+            lump_e += e;
+        } else {
+            stat += (o - e).powi(2) / e;
+            cells += 1;
+        }
+    }
+    for y in counts.keys() {
+        assert!(p.contains_key(y), "reached a state of probability 0: {y:?}");
+    }
+    if lump_e >= 10.0 {
+        stat += (lump_o - lump_e).powi(2) / lump_e;
+        cells += 1;
+    } else {
+        assert!(lump_o <= 10.0 + 6.0 * lump_e.sqrt().max(1.0), "lumped cells: {lump_o} seen, {lump_e} expected");
+    }
+    (stat, cells.saturating_sub(1).max(1))
+}
+
+/// One step of `n` independent chains (streams 0..n of `seed`) from `x` through the fast
+/// path; the counts of the next states and the records.
+fn one_step(sampler: &DlpSampler, m: &IsingModel, x: &[u32], n: usize, seed: u64) -> (BTreeMap<Vec<u32>, u64>, Vec<StepInfo>) {
+    let d = x.len();
+    let x0: Vec<u32> = x.iter().copied().cycle().take(n * d).collect();
+    let mut chains = dlp_fast_path(sampler.proposal(), sampler.is_metropolised(), m, &x0).unwrap().expect("fast path");
+    let mut rngs = chain_rngs(seed, 0, n);
+    let mut info = vec![StepInfo::default(); n];
+    chains.step(&mut rngs, &mut info);
+    let mut counts = BTreeMap::new();
+    for y in chains.positions().chunks(d) {
+        *counts.entry(y.to_vec()).or_insert(0) += 1;
+    }
+    (counts, info)
+}
+
+#[test]
+fn one_step_rows_match_the_generic_exact_rows() {
+    let n = 200_000;
+    let samplers = [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap(), DlpSampler::dmala(1.5).unwrap()];
+    let models = [IsingModel::paper_lattice(3, 0.1, 0.2), IsingModel::paper_lattice(2, 0.1, 0.2), IsingModel::paper_lattice(3, 0.6, -0.3)];
+    for (mi, m) in models.iter().enumerate() {
+        let d = m.d();
+        for (si, s) in samplers.iter().enumerate() {
+            for (xi, x) in [vec![1; d], state_of(0b1011_0010_1 & ((1 << d) - 1), d)].iter().enumerate() {
+                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).into_iter().collect();
+                let (counts, info) = one_step(s, m, x, n, 1000 + (mi * 10 + si * 2 + xi) as u64);
+                let (stat, df) = chi2(&counts, &row, n as u64);
+                assert!(stat < chi2_limit(df), "{} model {mi} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
+                // Records are honest: changed coordinates are the Hamming distance moved.
+                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
+                let expect: u64 = counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
+                assert_eq!(moved, expect);
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_chains_have_the_generic_chains_law_after_several_steps() {
+    // Two-sample χ² between 40,000 independent fast chains and 40,000 generic chains after 6
+    // steps from the same start on the 3×3 torus (statistic ~ χ²(cells − 1) under H0).
+    let m = IsingModel::paper_lattice(3, 0.2, 0.2);
+    let d = m.d();
+    let n = 40_000;
+    let x0: Vec<u32> = [0, 1, 0, 0, 1, 1, 0, 0, 0].iter().copied().cycle().take(n * d).collect();
+    for s in [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap()] {
+        let generic = Generic(&m);
+        let run = |t: &dyn dlp_core::Target, seed: u64| {
+            let mut c = s.start(t, &x0).unwrap();
+            let mut rngs = chain_rngs(seed, 0, n);
+            let mut info = vec![StepInfo::default(); n];
+            for _ in 0..6 {
+                c.step(&mut rngs, &mut info);
+            }
+            let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+            for y in c.positions().chunks(d) {
+                *counts.entry(y.to_vec()).or_insert(0) += 1;
+            }
+            counts
+        };
+        let (a, b) = (run(&m, 5), run(&generic, 6));
+        let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
+        let (mut stat, mut cells, mut lump_a, mut lump_b) = (0.0, 0, 0.0, 0.0);
+        for k in keys {
+            let (oa, ob) = (*a.get(k).unwrap_or(&0) as f64, *b.get(k).unwrap_or(&0) as f64);
+            if oa + ob < 20.0 {
+                lump_a += oa;
+                lump_b += ob;
+                continue;
+            }
+            stat += (oa - ob).powi(2) / (oa + ob);
+            cells += 1;
+        }
+        if lump_a + lump_b > 0.0 {
+            stat += (lump_a - lump_b).powi(2) / (lump_a + lump_b);
+            cells += 1;
+        }
+        assert!(stat < chi2_limit(cells - 1), "{}: two-sample χ² = {stat:.1} on {} df", s.name(), cells - 1);
+    }
+}
+
+#[test]
+fn log_densities_and_positions_follow_the_state() {
+    for (name, m) in lattices() {
+        let d = m.d();
+        for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
+            let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + 3) % 5 < 2) as u32).collect();
+            let mut c = s.start(&m, &x0).unwrap();
+            let mut rngs = chain_rngs(3, 0, 4);
+            let mut info = vec![StepInfo::default(); 4];
+            for _ in 0..30 {
+                c.step(&mut rngs, &mut info);
+                let f = c.log_densities().unwrap().to_vec();
+                for (j, y) in c.positions().chunks(d).enumerate() {
+                    let want = dlp_core::Target::log_density(&m, y);
+                    assert!((f[j] - want).abs() < 1e-9, "{name} {}: f {} vs {want}", s.name(), f[j]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn chains_started_apart_equal_chains_started_together() {
+    let m = IsingModel::paper_lattice(6, 0.1, 0.2);
+    let d = m.d();
+    for s in [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap()] {
+        let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 5 + 1) % 3 == 0) as u32).collect();
+        let mut together = s.start(&m, &x0).unwrap();
+        let mut rngs = chain_rngs(9, 0, 3);
+        let mut info = vec![StepInfo::default(); 3];
+        for _ in 0..20 {
+            together.step(&mut rngs, &mut info);
+        }
+        for j in 0..3 {
+            let mut alone = s.start(&m, &x0[j * d..(j + 1) * d]).unwrap();
+            let mut r = chain_rngs(9, j, 1);
+            let mut inf = vec![StepInfo::default(); 1];
+            for _ in 0..20 {
+                alone.step(&mut r, &mut inf);
+            }
+            assert_eq!(alone.positions(), &together.positions()[j * d..(j + 1) * d]);
+        }
+    }
+}
