@@ -342,7 +342,7 @@ impl Observer for MeanErrorObserver<'_> {
         if self.record_chain0 {
             self.chain0.extend_from_slice(&positions[..self.space.d]);
         }
-        if ctx.step % self.every == 0 || ctx.step == self.last {
+        if ctx.step.is_multiple_of(self.every) || ctx.step == self.last {
             self.checkpoint(ctx.step, ctx.step_seconds);
         }
         self.pending += info.len() as u64;

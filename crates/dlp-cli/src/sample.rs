@@ -123,7 +123,7 @@ impl Observer for SampleObserver {
         }
         if let Some((burn_in, thin)) = self.keep
             && ctx.step > burn_in
-            && (ctx.step - burn_in) % thin == 0
+            && (ctx.step - burn_in).is_multiple_of(thin)
         {
             self.kept_steps.push(ctx.step);
             self.kept_states.extend_from_slice(positions);

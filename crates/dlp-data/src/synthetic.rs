@@ -25,10 +25,7 @@ fn class_strokes(class: u8) -> Vec<[Pt; 3]> {
 
 fn bezier(s: &[Pt; 3], t: f64) -> Pt {
     let u = 1.0 - t;
-    (
-        u * u * s[0].0 + 2.0 * u * t * s[1].0 + t * t * s[2].0,
-        u * u * s[0].1 + 2.0 * u * t * s[1].1 + t * t * s[2].1,
-    )
+    (u * u * s[0].0 + 2.0 * u * t * s[1].0 + t * t * s[2].0, u * u * s[0].1 + 2.0 * u * t * s[1].1 + t * t * s[2].1)
 }
 
 /// `n` images (`n × 784` grey levels) and their labels (`i mod 10`), from `seed`.

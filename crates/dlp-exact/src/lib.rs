@@ -20,8 +20,8 @@ pub mod reference;
 
 pub use enumerate::{EnumOptions, Enumeration, enumerate, enumerate_with, expectation, log_densities, probabilities};
 pub use matrix::{
-    ExactReport, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report, kernel_matrix,
-    stationarity_residual, stationary, thm51_bounds, total_variation,
+    DulaLaw, ExactReport, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
+    kernel_matrix, stationarity_residual, stationary, thm51_bounds, total_variation,
 };
 
 /// Errors of exact computations; each names the quantity and the offending value.

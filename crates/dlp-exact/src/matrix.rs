@@ -151,34 +151,78 @@ fn step_sizes(d: usize, alpha: f64, precond: Option<&[f64]>) -> Vec<f64> {
 pub fn dlp_log_normalisers(target: &dyn Target, alpha: f64, precond: Option<&[f64]>) -> Result<Vec<f64>, ExactError> {
     let space = target.space();
     let states = all_states(space, crate::enumerate::MAX_PROBS)?;
-    let (d, k, w) = (space.d, space.k(), space.grad_width());
+    let d = space.d;
     let a = step_sizes(d, alpha, precond);
     let out = states
         .par_chunks(d)
         .map(|x| {
             let mut g = vec![0.0; space.grad_len()];
             target.log_density_grad(x, &mut g);
-            let mut log_z = 0.0;
-            for i in 0..d {
-                let c = x[i] as usize;
-                let logits: Vec<f64> = (0..k)
-                    .map(|v| {
-                        if space.kind == DomainKind::Categorical {
-                            let moved = if v == c { 0.0 } else { 1.0 };
-                            0.5 * (g[i * w + v] - g[i * w + c]) - moved / a[i]
-                        } else {
-                            let delta = space.coordinate(v as u32) - space.coordinate(c as u32);
-                            0.5 * g[i] * delta - delta * delta / (2.0 * a[i])
-                        }
-                    })
-                    .collect();
-                let m = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                log_z += m + logits.iter().map(|l| (l - m).exp()).sum::<f64>().ln();
-            }
-            log_z
+            log_z_alpha(space, x, &g, &a)
         })
         .collect();
     Ok(out)
+}
+
+/// log Z_α(x) from the gradient `g` at x and per-coordinate step sizes `a` (α·h_i).
+fn log_z_alpha(space: &Space, x: &[u32], g: &[f64], a: &[f64]) -> f64 {
+    let (k, w) = (space.k(), space.grad_width());
+    let mut log_z = 0.0;
+    for i in 0..space.d {
+        let c = x[i] as usize;
+        let logits: Vec<f64> = (0..k)
+            .map(|v| {
+                if space.kind == DomainKind::Categorical {
+                    let moved = if v == c { 0.0 } else { 1.0 };
+                    0.5 * (g[i * w + v] - g[i * w + c]) - moved / a[i]
+                } else {
+                    let delta = space.coordinate(v as u32) - space.coordinate(c as u32);
+                    0.5 * g[i] * delta - delta * delta / (2.0 * a[i])
+                }
+            })
+            .collect();
+        let m = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        log_z += m + logits.iter().map(|l| (l - m).exp()).sum::<f64>().ln();
+    }
+    log_z
+}
+
+/// The target whose density is DULA's closed-form law, f(x) + log Z_α(x) (spec §4.2), so
+/// that [`crate::enumerate()`] gives E_{π_α}[·] on spaces too large for a matrix (the 5×5
+/// Ising's DULA plateau, spec §4.2 table). Not differentiable: its gradient is NaN.
+pub struct DulaLaw<'t> {
+    /// The target π.
+    pub target: &'t dyn Target,
+    /// Per-coordinate step sizes α·h_i.
+    pub step_sizes: Vec<f64>,
+}
+
+impl<'t> DulaLaw<'t> {
+    /// DULA with step size α and optional preconditioner h on `target`.
+    pub fn new(target: &'t dyn Target, alpha: f64, precond: Option<&[f64]>) -> Self {
+        DulaLaw { target, step_sizes: step_sizes(target.space().d, alpha, precond) }
+    }
+}
+
+impl Target for DulaLaw<'_> {
+    fn space(&self) -> &Space {
+        self.target.space()
+    }
+
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        let space = self.target.space();
+        let gl = space.grad_len();
+        let mut g = vec![0.0; out.len() * gl];
+        self.target.log_density_grad_batch(xs, out, &mut g);
+        for ((x, o), gx) in xs.chunks(space.d).zip(out.iter_mut()).zip(g.chunks(gl)) {
+            *o += log_z_alpha(space, x, gx, &self.step_sizes);
+        }
+    }
+
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        self.log_density_batch(xs, log_density);
+        grad.fill(f64::NAN);
+    }
 }
 
 /// The DULA stationary law π_α ∝ exp(f)·Z_α (spec §4.2). Exact when f is log-quadratic in

@@ -41,3 +41,21 @@ fn ising_5x5_matches_spec_4_1() {
     assert!((e.expectations[0] - 0.368767061179).abs() < 1e-10, "E[s0 s1] = {}", e.expectations[0]);
     assert!(e.probs.is_none());
 }
+
+/// Spec §4.1 and §4.2 on dlp-models' own 5×5 lattice: log Z, E[s], and DULA's stationary
+/// mean at α = 0.1/0.2/0.4 (the Fig. 3 plateau) by enumerating π_α ∝ π·Z_α over 2^25 states.
+/// Release only: `cargo test -p dlp-exact --release -- --ignored`.
+#[test]
+#[ignore]
+fn paper_lattice_5x5_and_dula_plateau_match_spec_4_1_and_4_2() {
+    let t = dlp_models::IsingModel::paper_lattice(5, 0.1, 0.2);
+    let opts = EnumOptions { pair_moments: false, keep_probs: false };
+    let e = enumerate(&t, &opts).unwrap();
+    assert!((e.log_z - 19.674085761341).abs() < 1e-10, "log Z = {}", e.log_z);
+    assert!(e.mean_value.iter().all(|m| (m - 0.482969842236).abs() < 1e-10), "{:?}", e.mean_value);
+    for (alpha, mean) in [(0.1, 0.477622161586), (0.2, 0.423176507183), (0.4, 0.315430911474)] {
+        let law = dlp_exact::DulaLaw::new(&t, alpha, None);
+        let e = enumerate(&law, &opts).unwrap();
+        assert!(e.mean_value.iter().all(|m| (m - mean).abs() < 1e-10), "α = {alpha}: {:?}", e.mean_value);
+    }
+}

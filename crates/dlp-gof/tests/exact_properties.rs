@@ -231,7 +231,8 @@ fn gfksd_stein_kernel_integrates_to_zero_under_both_surrogates() {
     });
     let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
     let sp = |t: f64| (1.0 + t.exp()).ln();
-    let cases: Vec<(&str, Surrogate, Box<dyn Fn(f64) -> f64>)> = vec![
+    type LogRho = Box<dyn Fn(f64) -> f64>;
+    let cases: Vec<(&str, Surrogate, LogRho)> = vec![
         ("gaussian", Surrogate::Gaussian, Box::new(|x: f64| -0.5 * x * x)),
         ("relaxed ising", relaxed, Box::new(move |x: f64| -0.5 * x * x + 1.3 * (2.0 * sig(x) - 1.0))),
         (

@@ -179,7 +179,16 @@ pub struct PcdConfig {
 
 impl Default for PcdConfig {
     fn default() -> Self {
-        PcdConfig { iters: 10_000, k: 100, batch: 256, buffer: 256, lr: 1e-3, l1: 0.01, init_std: 0.01, record_every: 1000 }
+        PcdConfig {
+            iters: 10_000,
+            k: 100,
+            batch: 256,
+            buffer: 256,
+            lr: 1e-3,
+            l1: 0.01,
+            init_std: 0.01,
+            record_every: 1000,
+        }
     }
 }
 

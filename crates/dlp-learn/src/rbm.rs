@@ -168,9 +168,7 @@ impl RbmParams {
     /// on rayon's current pool (same result for any `tasks`).
     pub fn gibbs_par(&self, v: &mut [u32], steps: usize, rngs: &mut [ChainRng], tasks: usize) {
         let per = rngs.len().div_ceil(tasks.max(1)).max(1);
-        v.par_chunks_mut(per * self.d)
-            .zip(rngs.par_chunks_mut(per))
-            .for_each(|(vc, rc)| self.gibbs(vc, steps, rc));
+        v.par_chunks_mut(per * self.d).zip(rngs.par_chunks_mut(per)).for_each(|(vc, rc)| self.gibbs(vc, steps, rc));
     }
 
     /// The model file (`dlp.model.v1`, kind `rbm`, binary domain) as JSON.

@@ -97,6 +97,15 @@ impl Target for Toy {
     }
 }
 
+/// One a of the counterexample: L1 to the target, L1 to the spec's law, DULA's law, π.
+struct CosRow {
+    a: f64,
+    l1: f64,
+    to_spec: f64,
+    law: Vec<f64>,
+    pi: Vec<f64>,
+}
+
 /// DULA's exact stationary law on `toy` at step size `alpha`, and the solve residual.
 fn dula_law(toy: &Toy, alpha: f64) -> Result<(Vec<f64>, f64)> {
     let sampler = build_sampler("dula", &SamplerParams { step_size: Some(alpha), ..Default::default() })?;
@@ -143,7 +152,7 @@ fn run(args: Args) -> Result<()> {
         let pi = probabilities(&toy)?;
         let (law, res) = dula_law(&toy, 1.0)?;
         worst_residual = worst_residual.max(res);
-        cos_rows.push((a, l1_distance(&law, &pi), l1_distance(&law, &SPEC_COS_LAW), law, pi));
+        cos_rows.push(CosRow { a, l1: l1_distance(&law, &pi), to_spec: l1_distance(&law, &SPEC_COS_LAW), law, pi });
     }
 
     let rows: Vec<Vec<String>> = bias
@@ -153,8 +162,10 @@ fn run(args: Args) -> Result<()> {
     run.write_csv("bias.csv", &["alpha", "a", "l1", "tv"], &rows)?;
     let rows: Vec<Vec<String>> = cos_rows
         .iter()
-        .flat_map(|(a, _, _, law, pi)| {
-            (0..7).map(move |k| vec![a.to_string(), (k as i64 - 3).to_string(), law[k].to_string(), pi[k].to_string()])
+        .flat_map(|r| {
+            (0..7).map(move |k| {
+                vec![r.a.to_string(), (k as i64 - 3).to_string(), r.law[k].to_string(), r.pi[k].to_string()]
+            })
         })
         .collect();
     run.write_csv("counterexample.csv", &["a", "theta", "dula_law_alpha_1", "target"], &rows)?;
@@ -171,9 +182,9 @@ fn run(args: Args) -> Result<()> {
         let l: Vec<f64> = bias.iter().filter(|r| r.0 == alpha).map(|r| r.2).collect();
         l.windows(2).all(|w| w[0] <= w[1])
     });
-    let cos_max_dev = cos_rows.iter().map(|r| r.2).fold(0.0, f64::max);
+    let cos_max_dev = cos_rows.iter().map(|r| r.to_spec).fold(0.0, f64::max);
     // Independence of a, checked directly (floating-point sin(πθ) is ~1e-16, not 0).
-    let cos_spread = cos_rows.iter().map(|r| l1_distance(&r.3, &cos_rows[0].3)).fold(0.0, f64::max);
+    let cos_spread = cos_rows.iter().map(|r| l1_distance(&r.law, &cos_rows[0].law)).fold(0.0, f64::max);
     let summary = json!({
         "schema": "dlp.reproduce.fig1b.v1",
         "family": "U_a(θ) = −θ²/4 + a·sin θ on {−3..3}, gradient −θ/2 + a·cos θ (spec §4.6; the paper's form is lost)",
@@ -186,7 +197,7 @@ fn run(args: Args) -> Result<()> {
             "spec_law": SPEC_COS_LAW,
             "max_l1_to_spec_law_over_a": cos_max_dev,
             "max_l1_between_laws_over_a": cos_spread,
-            "rows": cos_rows.iter().map(|(a, l1, dev, law, _)| json!({"a": a, "l1_to_target": l1, "l1_to_spec_law": dev, "law": law})).collect::<Vec<_>>(),
+            "rows": cos_rows.iter().map(|r| json!({"a": r.a, "l1_to_target": r.l1, "l1_to_spec_law": r.to_spec, "law": r.law})).collect::<Vec<_>>(),
         },
         "paper_claims": [
             {"claim": "at fixed α, DULA's bias grows as the target moves away from log-quadratic (a ↑)", "source": "paper Thm 5.2, Fig. 1b", "holds": monotone},
@@ -214,7 +225,7 @@ fn run(args: Args) -> Result<()> {
 
 /// Left: bias against a for each α. Right: the counterexample's bias against a (DULA's law
 /// stays put while π moves).
-fn figure(bias: &[(f64, f64, f64)], cos_rows: &[(f64, f64, f64, Vec<f64>, Vec<f64>)]) -> Figure {
+fn figure(bias: &[(f64, f64, f64)], cos_rows: &[CosRow]) -> Figure {
     let labels: Vec<String> = ALPHAS.iter().map(|a| format!("DULA α = {a}")).collect();
     let series = labels
         .iter()
@@ -241,7 +252,7 @@ fn figure(bias: &[(f64, f64, f64)], cos_rows: &[(f64, f64, f64, Vec<f64>, Vec<f6
                 y_label: "‖π_α − π‖₁".into(),
                 series: vec![Series {
                     label: labels[1].clone(),
-                    points: cos_rows.iter().map(|r| (r.0, r.1)).collect(),
+                    points: cos_rows.iter().map(|r| (r.a, r.l1)).collect(),
                 }],
                 refs: vec![],
             },

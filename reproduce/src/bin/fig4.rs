@@ -10,8 +10,8 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use dlp_core::rng::setup_rng;
 use dlp_core::rng::chain_rngs;
+use dlp_core::rng::setup_rng;
 use dlp_core::{DomainKind, Observer, RunOptions, StepContext, StepInfo, Target, run_chains};
 use dlp_data::{Mnist, binarize, pixel_means, synthetic_digits};
 use dlp_learn::MmdReference;
@@ -162,7 +162,12 @@ fn run(args: Args) -> Result<()> {
         bits.truncate(n.min(bits.len() / d) * d);
     }
     let means = pixel_means(&bits, d);
-    println!("fig4: {:?} data, {} images, mean ink {:.4}", data_set, bits.len() / d, means.iter().sum::<f64>() / d as f64);
+    println!(
+        "fig4: {:?} data, {} images, mean ink {:.4}",
+        data_set,
+        bits.len() / d,
+        means.iter().sum::<f64>() / d as f64
+    );
 
     // The RBM: trained here (CD-k, Adam, §3.3) or loaded.
     let mut train_seconds = None;
@@ -184,7 +189,11 @@ fn run(args: Args) -> Result<()> {
             bar.finish_and_clear();
             train_seconds = Some(t0.elapsed().as_secs_f64());
             run.write_json("rbm.json", &p.to_model_json(&format!("fig4 RBM 784x{hidden}, CD-{} one epoch", cfg.k)))?;
-            println!("trained RBM 784x{hidden} in {:.1}s → {}", train_seconds.unwrap_or(0.0), run.path("rbm.json").display());
+            println!(
+                "trained RBM 784x{hidden} in {:.1}s → {}",
+                train_seconds.unwrap_or(0.0),
+                run.path("rbm.json").display()
+            );
             p
         }
     };
@@ -193,9 +202,8 @@ fn run(args: Args) -> Result<()> {
     // Ground truth: block Gibbs from Bernoulli(clamped pixel means).
     let clamped: Vec<f64> = means.iter().map(|p| p.clamp(0.01, 0.99)).collect();
     let mut init_rng = setup_rng(seed);
-    let mut bernoulli = |n: usize| -> Vec<u32> {
-        (0..n * d).map(|k| u32::from(init_rng.random::<f64>() < clamped[k % d])).collect()
-    };
+    let mut bernoulli =
+        |n: usize| -> Vec<u32> { (0..n * d).map(|k| u32::from(init_rng.random::<f64>() < clamped[k % d])).collect() };
     let mut gt = bernoulli(gt_chains);
     let x0 = bernoulli(chains);
     let bar = run.progress(gt_steps as u64, "ground truth");
@@ -210,7 +218,10 @@ fn run(args: Args) -> Result<()> {
     let gt_seconds = t0.elapsed().as_secs_f64();
     let reference = MmdReference::new(&gt[..n_ref * d], d);
     let floor = reference.mmd2(&gt[n_ref * d..]);
-    println!("ground truth: {gt_chains} chains × {gt_steps} block-Gibbs steps in {gt_seconds:.1}s; gt-vs-gt log MMD² = {:.3}", floor.ln());
+    println!(
+        "ground truth: {gt_chains} chains × {gt_steps} block-Gibbs steps in {gt_seconds:.1}s; gt-vs-gt log MMD² = {:.3}",
+        floor.ln()
+    );
     write_grid(&run, "fig8_ground_truth.png", &gt[n_ref * d..], d)?;
 
     let mut rows = Vec::new();
@@ -240,10 +251,18 @@ fn run(args: Args) -> Result<()> {
             let secs = out.observers.iter().map(|o| o.seconds[s]).fold(0.0, f64::max);
             let mmd = reference.mmd2(&states);
             let step = s * every;
-            rows.push(vec![name.clone(), format!("{}", alpha.unwrap_or(f64::NAN)), step.to_string(), format!("{secs:.6}"), format!("{mmd:.8e}"), format!("{:.6}", mmd.ln())]);
+            rows.push(vec![
+                name.clone(),
+                format!("{}", alpha.unwrap_or(f64::NAN)),
+                step.to_string(),
+                format!("{secs:.6}"),
+                format!("{mmd:.8e}"),
+                format!("{:.6}", mmd.ln()),
+            ]);
             points.push((step as f64, secs, mmd.ln()));
         }
-        let (acc, chg, cnt) = out.observers.iter().fold((0.0, 0.0, 0u64), |(a, c, n), o| (a + o.accept, c + o.changed, n + o.count));
+        let (acc, chg, cnt) =
+            out.observers.iter().fold((0.0, 0.0, 0u64), |(a, c, n), o| (a + o.accept, c + o.changed, n + o.count));
         let last = points.last().copied().unwrap_or((0.0, 0.0, f64::NAN));
         println!(
             "{label:>14}: final log MMD² {:.3}, accept {:.3}, changed/step {:.2}, sampler {:.1}s (wall {:.1}s)",
@@ -273,8 +292,20 @@ fn run(args: Args) -> Result<()> {
         ),
         labels,
         panels: vec![
-            Panel::Lines { title: "vs iterations".into(), x_label: "iteration".into(), y_label: "log MMD²".into(), series: by_iter, refs: refs.clone() },
-            Panel::Lines { title: "vs sampler time".into(), x_label: "seconds".into(), y_label: "log MMD²".into(), series: by_time, refs },
+            Panel::Lines {
+                title: "vs iterations".into(),
+                x_label: "iteration".into(),
+                y_label: "log MMD²".into(),
+                series: by_iter,
+                refs: refs.clone(),
+            },
+            Panel::Lines {
+                title: "vs sampler time".into(),
+                x_label: "seconds".into(),
+                y_label: "log MMD²".into(),
+                series: by_time,
+                refs,
+            },
         ],
     };
     run.write_figure("fig4", &figure)?;

@@ -108,7 +108,13 @@ fn run(args: Args) -> Result<()> {
     let quick = args.common.quick;
     let paper = args.paper_scale;
     let pick = |given: Option<usize>, paper_v: usize, default_v: usize, quick_v: usize| {
-        given.unwrap_or(if quick { quick_v } else if paper { paper_v } else { default_v })
+        given.unwrap_or(if quick {
+            quick_v
+        } else if paper {
+            paper_v
+        } else {
+            default_v
+        })
     };
     let l = pick(args.lattice, 25, DEFAULT_LATTICE, 6);
     let n_data = pick(args.data_samples, 2_000, 2_000, 300);
@@ -149,20 +155,27 @@ fn run(args: Args) -> Result<()> {
     let data = lattice_gibbs_data(l, args.sigma, n_data, data_steps, seed)?;
     let data_seconds = t0.elapsed().as_secs_f64();
     let j_true = lattice_couplings(l, args.sigma);
-    let mag: f64 = data.chunks(d).map(|x| (x.iter().map(|&b| 2.0 * b as f64 - 1.0).sum::<f64>() / d as f64).abs()).sum::<f64>() / n_data as f64;
+    let mag: f64 =
+        data.chunks(d).map(|x| (x.iter().map(|&b| 2.0 * b as f64 - 1.0).sum::<f64>() / d as f64).abs()).sum::<f64>()
+            / n_data as f64;
     println!("data generated in {data_seconds:.1}s (mean |magnetisation| {mag:.3})");
 
     let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: 0.01, record_every };
     let mut rows = Vec::new();
     let mut runs: Vec<(String, Option<f64>, usize, Vec<PcdRecord>)> = Vec::new();
-    let learn = |name: &str, alpha: Option<f64>, kk: usize, runs: &mut Vec<(String, Option<f64>, usize, Vec<PcdRecord>)>| -> Result<()> {
+    let learn = |name: &str,
+                 alpha: Option<f64>,
+                 kk: usize,
+                 runs: &mut Vec<(String, Option<f64>, usize, Vec<PcdRecord>)>|
+     -> Result<()> {
         if runs.iter().any(|r| r.0 == name && r.1 == alpha && r.2 == kk) {
             return Ok(());
         }
         let sampler = build_sampler(name, &SamplerParams { step_size: alpha, ..Default::default() })?;
         let cfg = PcdConfig { k: kk, ..base.clone() };
         let bar = run.progress(iters as u64, &format!("{name} K={kk}"));
-        let (records, _) = learn_pcd(sampler.as_ref(), &data, d, &j_true, &cfg, seed, |r| bar.set_position(r.iter as u64))?;
+        let (records, _) =
+            learn_pcd(sampler.as_ref(), &data, d, &j_true, &cfg, seed, |r| bar.set_position(r.iter as u64))?;
         bar.finish_and_clear();
         let last = records.last().expect("at least the initial record");
         println!(
@@ -199,7 +212,11 @@ fn run(args: Args) -> Result<()> {
             ]);
         }
     }
-    run.write_csv("curves.csv", &["sampler", "step_size", "k", "iter", "seconds", "sampler_seconds", "rmse", "log_rmse", "accept"], &rows)?;
+    run.write_csv(
+        "curves.csv",
+        &["sampler", "step_size", "k", "iter", "seconds", "sampler_seconds", "rmse", "log_rmse", "accept"],
+        &rows,
+    )?;
 
     let label = |name: &str, alpha: Option<f64>| match alpha {
         Some(a) => format!("{name} α={a}"),
@@ -219,7 +236,13 @@ fn run(args: Args) -> Result<()> {
             if let Some(r) = runs.iter().find(|r| &r.0 == name && r.1 == *a && r.2 == kk) {
                 let last = r.3.last().expect("records");
                 pts.push((kk as f64, last.rmse.ln()));
-                final_rows.push(vec![name.clone(), format!("{}", a.unwrap_or(f64::NAN)), kk.to_string(), format!("{:.6}", last.rmse.ln()), format!("{:.4}", last.seconds)]);
+                final_rows.push(vec![
+                    name.clone(),
+                    format!("{}", a.unwrap_or(f64::NAN)),
+                    kk.to_string(),
+                    format!("{:.6}", last.rmse.ln()),
+                    format!("{:.4}", last.seconds),
+                ]);
             }
         }
         c_series.push(Series { label: label(name, *a), points: pts });
@@ -233,15 +256,40 @@ fn run(args: Args) -> Result<()> {
         }
     }
     let mut panels = vec![
-        Panel::Lines { title: format!("(a) K = {k}"), x_label: "iteration".into(), y_label: "log RMSE of J".into(), series: series(|p| p.iter as f64), refs: vec![] },
-        Panel::Lines { title: format!("(b) K = {k}"), x_label: "training seconds".into(), y_label: "log RMSE of J".into(), series: series(|p| p.seconds), refs: vec![] },
+        Panel::Lines {
+            title: format!("(a) K = {k}"),
+            x_label: "iteration".into(),
+            y_label: "log RMSE of J".into(),
+            series: series(|p| p.iter as f64),
+            refs: vec![],
+        },
+        Panel::Lines {
+            title: format!("(b) K = {k}"),
+            x_label: "training seconds".into(),
+            y_label: "log RMSE of J".into(),
+            series: series(|p| p.seconds),
+            refs: vec![],
+        },
     ];
     if !k_samplers.is_empty() {
-        panels.push(Panel::Lines { title: format!("(c) after {iters} iterations"), x_label: "sampler steps per iteration K".into(), y_label: "final log RMSE of J".into(), series: c_series, refs: vec![] });
+        panels.push(Panel::Lines {
+            title: format!("(c) after {iters} iterations"),
+            x_label: "sampler steps per iteration K".into(),
+            y_label: "final log RMSE of J".into(),
+            series: c_series,
+            refs: vec![],
+        });
     }
     run.write_figure(
         "fig5",
-        &Figure { caption: format!("Fig. 5: PCD on a {l}x{l} Ising (σ_c = {}), {iters} iterations, buffer {buffer}", args.sigma), labels, panels },
+        &Figure {
+            caption: format!(
+                "Fig. 5: PCD on a {l}x{l} Ising (σ_c = {}), {iters} iterations, buffer {buffer}",
+                args.sigma
+            ),
+            labels,
+            panels,
+        },
     )?;
     let summary: Vec<_> = runs
         .iter()

@@ -14,7 +14,8 @@ fn main() -> ExitCode {
                 Ok(m)
             }) {
                 Ok(m) => {
-                    let mean = m.train_images.iter().map(|&p| p as f64).sum::<f64>() / m.train_images.len() as f64 / 255.0;
+                    let mean =
+                        m.train_images.iter().map(|&p| p as f64).sum::<f64>() / m.train_images.len() as f64 / 255.0;
                     let mut counts = [0usize; 10];
                     m.train_labels.iter().for_each(|&l| counts[l as usize] += 1);
                     println!(

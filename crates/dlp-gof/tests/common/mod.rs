@@ -4,10 +4,13 @@
 
 use dlp_core::{Space, Target};
 
+/// A log-density on user-facing values.
+pub type LogDensity = Box<dyn Fn(&[f64]) -> f64 + Send + Sync>;
+
 /// π(x) ∝ exp(f(values of x)) for any closure f; gradients are not used by the GOF tests.
 pub struct FnTarget {
     pub space: Space,
-    pub f: Box<dyn Fn(&[f64]) -> f64 + Send + Sync>,
+    pub f: LogDensity,
 }
 
 impl Target for FnTarget {

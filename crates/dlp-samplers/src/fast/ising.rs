@@ -111,6 +111,11 @@ pub struct IsingDlpChains {
     b: f64,
     cl: Classes,
     hi10: [u16; TORUS_CLASSES],
+    /// Top and second bytes of the torus thresholds (the stage-1 16-bit value, split).
+    thi: [u8; TORUS_CLASSES],
+    tlo: [u8; TORUS_CLASSES],
+    /// Torus: 1 at interior positions of the flattened padded range, 0 at ghost columns.
+    interior: Vec<u8>,
     avx2: bool,
     /// Bits per chain (padded grid on the torus), n × gl.
     grid: Vec<u8>,
@@ -172,12 +177,22 @@ impl IsingDlpChains {
             cl.m[k] = u;
         }
         let mut hi10 = [0u16; TORUS_CLASSES];
-        if let Geometry::Torus { .. } = geo {
-            for (h, t) in hi10.iter_mut().zip(&cl.thr) {
-                *h = t.hi;
+        let (mut thi, mut tlo) = ([0u8; TORUS_CLASSES], [0u8; TORUS_CLASSES]);
+        let mut interior = Vec::new();
+        if let Geometry::Torus { rows, cols } = geo {
+            for (k, t) in cl.thr.iter().enumerate() {
+                hi10[k] = t.hi;
+                thi[k] = (t.hi >> 8) as u8;
+                tlo[k] = t.hi as u8;
             }
+            let w = cols + 2;
+            interior = (0..rows * w - 2).map(|q| u8::from((q + 1) % w != 0 && (q + 1) % w != w - 1)).collect();
         }
         let gl = geo.grid_len(d);
+        let rlen = match geo {
+            Geometry::Torus { rows, cols } => 2 * (rows * (cols + 2) - 2),
+            Geometry::Csr { .. } => 2 * d,
+        };
         let mut c = IsingDlpChains {
             mh,
             n,
@@ -186,6 +201,9 @@ impl IsingDlpChains {
             w,
             b,
             hi10,
+            thi,
+            tlo,
+            interior,
             avx2: has_avx2(),
             grid: vec![0; n * gl],
             next: vec![0; gl],
@@ -199,7 +217,7 @@ impl IsingDlpChains {
             f: vec![0.0; n],
             f_lazy: OnceCell::new(),
             pos: x0.to_vec(),
-            rbuf: vec![0; 2 * d],
+            rbuf: vec![0; rlen],
             cl,
             geo,
         };
@@ -281,15 +299,20 @@ impl IsingDlpChains {
         let flips = match &self.geo {
             Geometry::Torus { rows, cols } => {
                 let (r, c) = (*rows, *cols);
+                let w = c + 2;
+                let len = r * w - 2;
+                let (rh, rl) = self.rbuf.split_at(len);
                 let mut flips = 0;
-                for row in 0..r {
-                    let (k, tie) = torus_dula_row(self.avx2, x, &mut self.next, &self.rbuf, pos, &self.hi10, row, c);
+                for b0 in (0..len).step_by(BLOCK) {
+                    let bl = BLOCK.min(len - b0);
+                    let (k, tie) = torus_dula_block(self.avx2, x, &mut self.next, rh, rl, &self.interior, &self.thi, &self.tlo, b0, bl, w);
                     flips += k;
                     if tie {
-                        flips = (flips as i64 + resolve_ties_row(x, &mut self.next, &self.rbuf, pos, &self.cl.thr, row, c, rng)) as u32;
+                        flips += resolve_ties_block(x, &mut self.next, rh, rl, &self.interior, &self.cl.thr, b0, bl, w, rng);
                     }
                 }
                 refresh_ghosts(&mut self.next, r, c);
+                gather(&self.geo, &self.next, pos);
                 flips
             }
             Geometry::Csr { offsets, nbrs, deg, dmax } => {
@@ -314,7 +337,7 @@ impl IsingDlpChains {
     /// DMALA: one step of chain j.
     fn dmala_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
         let (d, gl, nc) = (self.d, self.gl, self.geo.n_classes());
-        rng.fill_bytes(&mut self.rbuf);
+        rng.fill_bytes(&mut self.rbuf[..2 * d]);
         let x = &self.grid[j * gl..(j + 1) * gl];
         let cls = &self.cls[j * d..(j + 1) * d];
         // Pass 1, at x: flip decisions from the cached classes.
@@ -472,8 +495,24 @@ fn scatter(geo: &Geometry, x: &[u32], g: &mut [u8]) {
     }
 }
 
-/// Grid bits back to the user layout (u32 per site).
+/// Grid bits back to the user layout (u32 per site), AVX2-compiled when available.
 fn gather(geo: &Geometry, g: &[u8], x: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the CPU reported AVX2.
+        return unsafe { gather_avx2(geo, g, x) };
+    }
+    gather_body(geo, g, x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn gather_avx2(geo: &Geometry, g: &[u8], x: &mut [u32]) {
+    gather_body(geo, g, x)
+}
+
+#[inline(always)]
+fn gather_body(geo: &Geometry, g: &[u8], x: &mut [u32]) {
     match geo {
         Geometry::Torus { rows, cols } => {
             let w = cols + 2;
@@ -569,72 +608,193 @@ fn sel10(k: u8, t: &[u16; TORUS_CLASSES]) -> u16 {
     v
 }
 
-/// DULA on one row of the padded torus grid: stage-1 decisions (ties left unflipped and
-/// reported), new bits into `next` and `pos`. Returns (flips, any tie).
+/// Positions per DULA block: short enough that a tie (probability 2⁻¹⁶ per site) costs a
+/// scalar rescan of few sites, long enough to amortise the call.
+const BLOCK: usize = 256;
+
+/// DULA on positions `b0..b0 + bl` of the flattened padded range (position q is grid index
+/// q + w + 1): stage-1 decisions with the 16-bit uniform (rh[q] << 8 | rl[q]) against the
+/// class threshold, ghost columns masked out, ties left unflipped and reported. New bits go
+/// to `next`. Returns (flips, any tie). All lanes are bytes, so AVX2 handles 32 sites per
+/// instruction.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn dula_row_body(x: &[u8], next: &mut [u8], rbuf: &[u8], pos: &mut [u32], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
-    let w = c + 2;
-    let up = &x[row * w + 1..][..c];
-    let mid = &x[(row + 1) * w + 1..][..c];
-    let left = &x[(row + 1) * w..][..c];
-    let right = &x[(row + 1) * w + 2..][..c];
-    let down = &x[(row + 2) * w + 1..][..c];
-    let rnd = &rbuf[2 * row * c..][..2 * c];
-    let out = &mut next[(row + 1) * w + 1..][..c];
-    let pos = &mut pos[row * c..][..c];
+fn dula_block_body(
+    x: &[u8],
+    next: &mut [u8],
+    rh: &[u8],
+    rl: &[u8],
+    interior: &[u8],
+    thi: &[u8; TORUS_CLASSES],
+    tlo: &[u8; TORUS_CLASSES],
+    b0: usize,
+    bl: usize,
+    w: usize,
+) -> (u32, bool) {
+    let g0 = b0 + w + 1;
+    let up = &x[g0 - w..][..bl];
+    let mid = &x[g0..][..bl];
+    let left = &x[g0 - 1..][..bl];
+    let right = &x[g0 + 1..][..bl];
+    let down = &x[g0 + w..][..bl];
+    let rh = &rh[b0..][..bl];
+    let rl = &rl[b0..][..bl];
+    let mask = &interior[b0..][..bl];
+    let out = &mut next[g0..][..bl];
     let mut flips = 0u32;
     let mut tie = 0u8;
-    for i in 0..c {
+    for i in 0..bl {
         let k = mid[i] * 5 + up[i] + down[i] + left[i] + right[i];
-        let t = sel10(k, hi);
-        let r = u16::from_le_bytes([rnd[2 * i], rnd[2 * i + 1]]);
-        let f = (r < t) as u8;
-        tie |= (r == t) as u8;
-        let y = mid[i] ^ f;
-        out[i] = y;
-        pos[i] = y as u32;
+        let (mut th, mut tl) = (thi[0], tlo[0]);
+        for j in 1..TORUS_CLASSES {
+            if k == j as u8 {
+                th = thi[j];
+                tl = tlo[j];
+            }
+        }
+        let (a, b) = (rh[i], rl[i]);
+        let lt = (a < th) | ((a == th) & (b < tl));
+        let eq = (a == th) & (b == tl);
+        let f = lt as u8 & mask[i];
+        tie |= eq as u8 & mask[i];
+        out[i] = mid[i] ^ f;
         flips += f as u32;
     }
     (flips, tie != 0)
 }
 
+/// The AVX2 form of [`dula_block_body`], written with intrinsics because the compiler's
+/// version of the 10-way class select spilled registers: classes index two `pshufb`
+/// tables (top and second byte of the 16-bit thresholds), 32 sites per iteration, the
+/// unsigned byte comparisons done as signed ones after flipping the sign bit. The tail
+/// (< 32 sites) goes through the portable body.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-fn dula_row_avx2(x: &[u8], next: &mut [u8], rbuf: &[u8], pos: &mut [u32], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
-    dula_row_body(x, next, rbuf, pos, hi, row, c)
+fn dula_block_avx2(
+    x: &[u8],
+    next: &mut [u8],
+    rh: &[u8],
+    rl: &[u8],
+    interior: &[u8],
+    thi: &[u8; TORUS_CLASSES],
+    tlo: &[u8; TORUS_CLASSES],
+    b0: usize,
+    bl: usize,
+    w: usize,
+) -> (u32, bool) {
+    use std::arch::x86_64::*;
+    let g0 = b0 + w + 1;
+    // Every load below reads 32 bytes at offset i < bl − 31 of slices of length ≥ bl.
+    assert!(g0 + w + bl <= x.len() && g0 + bl <= next.len() && b0 + bl <= rh.len() && b0 + bl <= rl.len());
+    assert!(b0 + bl <= interior.len() && g0 >= w + 1);
+    let (mut th16, mut tl16) = ([0u8; 16], [0u8; 16]);
+    th16[..TORUS_CLASSES].copy_from_slice(thi);
+    tl16[..TORUS_CLASSES].copy_from_slice(tlo);
+    let vec_len = bl - bl % 32;
+    let mut flips = 0u32;
+    let mut tie_any = false;
+    // SAFETY: AVX2 is enabled on this function; all pointer reads/writes are in bounds by
+    // the asserts above (i + 32 ≤ vec_len ≤ bl).
+    unsafe {
+        let load = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
+        let th_t = _mm256_broadcastsi128_si256(_mm_loadu_si128(th16.as_ptr() as *const __m128i));
+        let tl_t = _mm256_broadcastsi128_si256(_mm_loadu_si128(tl16.as_ptr() as *const __m128i));
+        let sign = _mm256_set1_epi8(i8::MIN);
+        let zero = _mm256_setzero_si256();
+        let mut acc = _mm256_setzero_si256();
+        let mut ties = _mm256_setzero_si256();
+        let xp = x.as_ptr();
+        let mut i = 0;
+        while i < vec_len {
+            let g = g0 + i;
+            let mid = load(xp.add(g));
+            let nb = _mm256_add_epi8(
+                _mm256_add_epi8(load(xp.add(g - w)), load(xp.add(g + w))),
+                _mm256_add_epi8(load(xp.add(g - 1)), load(xp.add(g + 1))),
+            );
+            let m2 = _mm256_add_epi8(mid, mid);
+            let k = _mm256_add_epi8(_mm256_add_epi8(_mm256_add_epi8(m2, m2), mid), nb);
+            let th = _mm256_shuffle_epi8(th_t, k);
+            let tl = _mm256_shuffle_epi8(tl_t, k);
+            let a = load(rh.as_ptr().add(b0 + i));
+            let b = load(rl.as_ptr().add(b0 + i));
+            let lt_hi = _mm256_cmpgt_epi8(_mm256_xor_si256(th, sign), _mm256_xor_si256(a, sign));
+            let eq_hi = _mm256_cmpeq_epi8(th, a);
+            let lt_lo = _mm256_cmpgt_epi8(_mm256_xor_si256(tl, sign), _mm256_xor_si256(b, sign));
+            let eq_lo = _mm256_cmpeq_epi8(tl, b);
+            let mask = load(interior.as_ptr().add(b0 + i));
+            let flip = _mm256_and_si256(_mm256_or_si256(lt_hi, _mm256_and_si256(eq_hi, lt_lo)), mask);
+            ties = _mm256_or_si256(ties, _mm256_and_si256(_mm256_and_si256(eq_hi, eq_lo), mask));
+            _mm256_storeu_si256(next.as_mut_ptr().add(g) as *mut __m256i, _mm256_xor_si256(mid, flip));
+            acc = _mm256_add_epi64(acc, _mm256_sad_epu8(flip, zero));
+            i += 32;
+        }
+        let mut lanes = [0u64; 4];
+        _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc);
+        flips += lanes.iter().sum::<u64>() as u32;
+        tie_any |= _mm256_testz_si256(ties, ties) == 0;
+    }
+    if vec_len < bl {
+        let (f, t) = dula_block_body(x, next, rh, rl, interior, thi, tlo, b0 + vec_len, bl - vec_len, w);
+        flips += f;
+        tie_any |= t;
+    }
+    (flips, tie_any)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn torus_dula_row(avx2: bool, x: &[u8], next: &mut [u8], rbuf: &[u8], pos: &mut [u32], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
+fn torus_dula_block(
+    avx2: bool,
+    x: &[u8],
+    next: &mut [u8],
+    rh: &[u8],
+    rl: &[u8],
+    interior: &[u8],
+    thi: &[u8; TORUS_CLASSES],
+    tlo: &[u8; TORUS_CLASSES],
+    b0: usize,
+    bl: usize,
+    w: usize,
+) -> (u32, bool) {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
-        return unsafe { dula_row_avx2(x, next, rbuf, pos, hi, row, c) };
+        return unsafe { dula_block_avx2(x, next, rh, rl, interior, thi, tlo, b0, bl, w) };
     }
     let _ = avx2;
-    dula_row_body(x, next, rbuf, pos, hi, row, c)
+    dula_block_body(x, next, rh, rl, interior, thi, tlo, b0, bl, w)
 }
 
-/// Resolves the stage-1 ties of one row (in site order) with 48 more bits each; returns the
-/// change in the flip count.
+/// Resolves the stage-1 ties of one DULA block (in site order) with 48 more bits each;
+/// returns the number of extra flips.
 #[allow(clippy::too_many_arguments)]
-fn resolve_ties_row(x: &[u8], next: &mut [u8], rbuf: &[u8], pos: &mut [u32], thr: &[Threshold], row: usize, c: usize, rng: &mut ChainRng) -> i64 {
-    let w = c + 2;
-    let mut delta = 0;
-    for i in 0..c {
-        let at = |rr: usize, cc: usize| x[rr * w + cc];
-        let k = (at(row + 1, i + 1) * 5 + at(row, i + 1) + at(row + 2, i + 1) + at(row + 1, i) + at(row + 1, i + 2)) as usize;
-        let r16 = u16::from_le_bytes([rbuf[2 * (row * c + i)], rbuf[2 * (row * c + i) + 1]]);
+fn resolve_ties_block(
+    x: &[u8],
+    next: &mut [u8],
+    rh: &[u8],
+    rl: &[u8],
+    interior: &[u8],
+    thr: &[Threshold],
+    b0: usize,
+    bl: usize,
+    w: usize,
+    rng: &mut ChainRng,
+) -> u32 {
+    let mut extra = 0;
+    for q in b0..b0 + bl {
+        if interior[q] == 0 {
+            continue;
+        }
+        let g = q + w + 1;
+        let k = (x[g] * 5 + x[g - w] + x[g + w] + x[g - 1] + x[g + 1]) as usize;
+        let r16 = (rh[q] as u16) << 8 | rl[q] as u16;
         if r16 == thr[k].hi && (rng.next_u64() >> 16) < thr[k].lo {
-            let y = at(row + 1, i + 1) ^ 1;
-            next[(row + 1) * w + i + 1] = y;
-            pos[row * c + i] = y as u32;
-            delta += 1;
+            next[g] = x[g] ^ 1;
+            extra += 1;
         }
     }
-    delta
+    extra
 }
 
 /// DMALA pass 1 on one torus row: stage-1 decisions from the cached classes; the flipped

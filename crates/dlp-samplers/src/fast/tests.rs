@@ -6,7 +6,7 @@
 use super::ising::{IsingDlpChains, qualifying_model};
 use super::*;
 use crate::dlp::{DlpProposal, DlpSampler, log_accept_ratio};
-use dlp_core::{Chains, DomainKind, ExactKernel, Sampler, StepInfo, chain_rngs};
+use dlp_core::{DomainKind, ExactKernel, Sampler, StepInfo, chain_rngs};
 use dlp_models::IsingModel;
 use std::collections::BTreeMap;
 
@@ -115,7 +115,7 @@ fn chi2_limit(df: usize) -> f64 {
 /// Pearson χ² of `counts` (n draws) against probabilities `p`, cells with expected count
 /// < 10 lumped into one; returns (statistic, degrees of freedom).
 fn chi2(counts: &BTreeMap<Vec<u32>, u64>, p: &BTreeMap<Vec<u32>, f64>, n: u64) -> (f64, usize) {
-    let (mut stat, mut cells) = (0.0, 0);
+    let (mut stat, mut cells) = (0.0, 0usize);
     let (mut lump_o, mut lump_e) = (0.0, 0.0);
     for (y, &py) in p {
         let e = py * n as f64;
@@ -266,3 +266,4 @@ fn chains_started_apart_equal_chains_started_together() {
         }
     }
 }
+
