@@ -93,6 +93,12 @@ pub fn io_reason(e: &std::io::Error) -> String {
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
     tmp.write_all(bytes)?;
+    // Temporary files are created 0600; results are ordinary files (0644 before umask).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
