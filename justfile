@@ -46,6 +46,12 @@ test-stat:
 bench *args:
     cargo bench --workspace "$@"
 
+# Our `dlp bench` sweep and the peer's (official PyTorch port, numpy, C floor) back to back,
+# joined into results/bench/ (summary.md, speedup.md, bench.csv, bench.json, ns_per_spin.svg).
+# `just bench-peer --quick` takes under 5 minutes.
+bench-peer *args:
+    bash scripts/bench_peer.sh "$@"
+
 # Format the tree.
 fmt:
     cargo fmt --all

@@ -20,7 +20,15 @@ fn bits(seed: u64, n: usize, p: f64) -> Vec<u32> {
     (0..n).map(|_| u32::from(rng.random::<f64>() < p)).collect()
 }
 
-fn bench_one(c: &mut Criterion, group: &str, target: &dyn Target, name: &str, step: Option<f64>, x0: &[u32], id: String) {
+fn bench_one(
+    c: &mut Criterion,
+    group: &str,
+    target: &dyn Target,
+    name: &str,
+    step: Option<f64>,
+    x0: &[u32],
+    id: String,
+) {
     let sampler = build_sampler(name, &SamplerParams { step_size: step, ..Default::default() }).unwrap();
     let n = x0.len() / target.space().d;
     let mut g = c.benchmark_group(group);
@@ -61,7 +69,9 @@ fn rbm(c: &mut Criterion) {
     let cc: Vec<f64> = (0..m).map(|_| normal()).collect();
     let rbm = Rbm::new(dlp_core::DomainKind::Binary, d, m, w, b, cc).unwrap();
     let x0 = bits(1, d * 100, 0.5);
-    for (name, step) in [("dula", Some(0.1)), ("dmala", Some(0.2)), ("gwg", None), ("bg-1", None), ("block-gibbs", None)] {
+    for (name, step) in
+        [("dula", Some(0.1)), ("dmala", Some(0.2)), ("gwg", None), ("bg-1", None), ("block-gibbs", None)]
+    {
         bench_one(c, "rbm", &rbm, name, step, &x0, "784x500-B100".into());
     }
 }

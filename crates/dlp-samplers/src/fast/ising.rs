@@ -305,10 +305,23 @@ impl IsingDlpChains {
                 let mut flips = 0;
                 for b0 in (0..len).step_by(BLOCK) {
                     let bl = BLOCK.min(len - b0);
-                    let (k, tie) = torus_dula_block(self.avx2, x, &mut self.next, rh, rl, &self.interior, &self.thi, &self.tlo, b0, bl, w);
+                    let (k, tie) = torus_dula_block(
+                        self.avx2,
+                        x,
+                        &mut self.next,
+                        rh,
+                        rl,
+                        &self.interior,
+                        &self.thi,
+                        &self.tlo,
+                        b0,
+                        bl,
+                        w,
+                    );
                     flips += k;
                     if tie {
-                        flips += resolve_ties_block(x, &mut self.next, rh, rl, &self.interior, &self.cl.thr, b0, bl, w, rng);
+                        flips +=
+                            resolve_ties_block(x, &mut self.next, rh, rl, &self.interior, &self.cl.thr, b0, bl, w, rng);
                     }
                 }
                 refresh_ghosts(&mut self.next, r, c);
@@ -319,7 +332,8 @@ impl IsingDlpChains {
                 let s = dmax + 1;
                 let mut flips = 0;
                 for i in 0..d {
-                    let up: u32 = nbrs[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&q| x[q as usize] as u32).sum();
+                    let up: u32 =
+                        nbrs[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&q| x[q as usize] as u32).sum();
                     let k = x[i] as usize * s * s + deg[i] as usize * s + up as usize;
                     let r16 = u16::from_le_bytes([self.rbuf[2 * i], self.rbuf[2 * i + 1]]);
                     let flip = decide(r16, &self.cl.thr[k], rng);
@@ -346,10 +360,31 @@ impl IsingDlpChains {
             Geometry::Torus { rows, cols } => {
                 let (r, c) = (*rows, *cols);
                 for row in 0..r {
-                    let (m, tie) = torus_propose_row(self.avx2, x, &mut self.next, &self.rbuf, cls, &mut self.tag, &self.hi10, row, c);
+                    let (m, tie) = torus_propose_row(
+                        self.avx2,
+                        x,
+                        &mut self.next,
+                        &self.rbuf,
+                        cls,
+                        &mut self.tag,
+                        &self.hi10,
+                        row,
+                        c,
+                    );
                     k += m;
                     if tie {
-                        k = (k as i64 + resolve_ties_tagged(x, &mut self.next, &self.rbuf, cls, &mut self.tag, &self.cl.thr, row, c, rng)) as u32;
+                        k = (k as i64
+                            + resolve_ties_tagged(
+                                x,
+                                &mut self.next,
+                                &self.rbuf,
+                                cls,
+                                &mut self.tag,
+                                &self.cl.thr,
+                                row,
+                                c,
+                                rng,
+                            )) as u32;
                     }
                 }
                 if k > 0 {
@@ -562,7 +597,8 @@ fn classes_of(geo: &Geometry, g: &[u8], out: &mut [u8]) {
         Geometry::Csr { offsets, nbrs, deg, dmax } => {
             let s = dmax + 1;
             for (i, o) in out.iter_mut().enumerate() {
-                let up: usize = nbrs[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&q| g[q as usize] as usize).sum();
+                let up: usize =
+                    nbrs[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&q| g[q as usize] as usize).sum();
                 *o = (g[i] as usize * s * s + deg[i] as usize * s + up) as u8;
             }
         }
@@ -687,7 +723,7 @@ fn dula_block_avx2(
     let g0 = b0 + w + 1;
     // Every load below reads 32 bytes at offset i < bl − 31 of slices of length ≥ bl.
     assert!(g0 + w + bl <= x.len() && g0 + bl <= next.len() && b0 + bl <= rh.len() && b0 + bl <= rl.len());
-    assert!(b0 + bl <= interior.len() && g0 >= w + 1);
+    assert!(b0 + bl <= interior.len() && g0 > w);
     let (mut th16, mut tl16) = ([0u8; 16], [0u8; 16]);
     th16[..TORUS_CLASSES].copy_from_slice(thi);
     tl16[..TORUS_CLASSES].copy_from_slice(tlo);
@@ -801,7 +837,16 @@ fn resolve_ties_block(
 /// sites' classes go to `tag` (255 elsewhere). Returns (flips, any tie).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn propose_row_body(x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[u8], tag: &mut [u8], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
+fn propose_row_body(
+    x: &[u8],
+    next: &mut [u8],
+    rbuf: &[u8],
+    cls: &[u8],
+    tag: &mut [u8],
+    hi: &[u16; TORUS_CLASSES],
+    row: usize,
+    c: usize,
+) -> (u32, bool) {
     let w = c + 2;
     let mid = &x[(row + 1) * w + 1..][..c];
     let cls = &cls[row * c..][..c];
@@ -826,12 +871,31 @@ fn propose_row_body(x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[u8], tag: &mu
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-fn propose_row_avx2(x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[u8], tag: &mut [u8], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
+fn propose_row_avx2(
+    x: &[u8],
+    next: &mut [u8],
+    rbuf: &[u8],
+    cls: &[u8],
+    tag: &mut [u8],
+    hi: &[u16; TORUS_CLASSES],
+    row: usize,
+    c: usize,
+) -> (u32, bool) {
     propose_row_body(x, next, rbuf, cls, tag, hi, row, c)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn torus_propose_row(avx2: bool, x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[u8], tag: &mut [u8], hi: &[u16; TORUS_CLASSES], row: usize, c: usize) -> (u32, bool) {
+fn torus_propose_row(
+    avx2: bool,
+    x: &[u8],
+    next: &mut [u8],
+    rbuf: &[u8],
+    cls: &[u8],
+    tag: &mut [u8],
+    hi: &[u16; TORUS_CLASSES],
+    row: usize,
+    c: usize,
+) -> (u32, bool) {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
@@ -843,7 +907,17 @@ fn torus_propose_row(avx2: bool, x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[
 
 /// Tie resolution for DMALA pass 1 (classes cached); returns the change in the flip count.
 #[allow(clippy::too_many_arguments)]
-fn resolve_ties_tagged(x: &[u8], next: &mut [u8], rbuf: &[u8], cls: &[u8], tag: &mut [u8], thr: &[Threshold], row: usize, c: usize, rng: &mut ChainRng) -> i64 {
+fn resolve_ties_tagged(
+    x: &[u8],
+    next: &mut [u8],
+    rbuf: &[u8],
+    cls: &[u8],
+    tag: &mut [u8],
+    thr: &[Threshold],
+    row: usize,
+    c: usize,
+    rng: &mut ChainRng,
+) -> i64 {
     let w = c + 2;
     let mut delta = 0;
     for i in 0..c {

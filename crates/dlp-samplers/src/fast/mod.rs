@@ -41,7 +41,13 @@ impl Threshold {
     /// The threshold of probability `p` (clamped to [0, 1]; NaN counts as 0).
     pub fn of_probability(p: f64) -> Self {
         // 2^64 is a power of two, so p·2^64 is exact; `as` truncates (floor) and saturates.
-        let t = if p >= 1.0 { u64::MAX } else if p > 0.0 { (p * 18_446_744_073_709_551_616.0) as u64 } else { 0 };
+        let t = if p >= 1.0 {
+            u64::MAX
+        } else if p > 0.0 {
+            (p * 18_446_744_073_709_551_616.0) as u64
+        } else {
+            0
+        };
         Threshold { hi: (t >> 48) as u16, lo: t & ((1u64 << 48) - 1) }
     }
 

@@ -142,7 +142,13 @@ fn chi2(counts: &BTreeMap<Vec<u32>, u64>, p: &BTreeMap<Vec<u32>, f64>, n: u64) -
 
 /// One step of `n` independent chains (streams 0..n of `seed`) from `x` through the fast
 /// path; the counts of the next states and the records.
-fn one_step(sampler: &DlpSampler, m: &IsingModel, x: &[u32], n: usize, seed: u64) -> (BTreeMap<Vec<u32>, u64>, Vec<StepInfo>) {
+fn one_step(
+    sampler: &DlpSampler,
+    m: &IsingModel,
+    x: &[u32],
+    n: usize,
+    seed: u64,
+) -> (BTreeMap<Vec<u32>, u64>, Vec<StepInfo>) {
     let d = x.len();
     let x0: Vec<u32> = x.iter().copied().cycle().take(n * d).collect();
     let mut chains = dlp_fast_path(sampler.proposal(), sampler.is_metropolised(), m, &x0).unwrap().expect("fast path");
@@ -160,7 +166,11 @@ fn one_step(sampler: &DlpSampler, m: &IsingModel, x: &[u32], n: usize, seed: u64
 fn one_step_rows_match_the_generic_exact_rows() {
     let n = 200_000;
     let samplers = [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap(), DlpSampler::dmala(1.5).unwrap()];
-    let models = [IsingModel::paper_lattice(3, 0.1, 0.2), IsingModel::paper_lattice(2, 0.1, 0.2), IsingModel::paper_lattice(3, 0.6, -0.3)];
+    let models = [
+        IsingModel::paper_lattice(3, 0.1, 0.2),
+        IsingModel::paper_lattice(2, 0.1, 0.2),
+        IsingModel::paper_lattice(3, 0.6, -0.3),
+    ];
     for (mi, m) in models.iter().enumerate() {
         let d = m.d();
         for (si, s) in samplers.iter().enumerate() {
@@ -171,7 +181,8 @@ fn one_step_rows_match_the_generic_exact_rows() {
                 assert!(stat < chi2_limit(df), "{} model {mi} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
                 // Records are honest: changed coordinates are the Hamming distance moved.
                 let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
-                let expect: u64 = counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
+                let expect: u64 =
+                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
                 assert_eq!(moved, expect);
             }
         }
@@ -266,4 +277,3 @@ fn chains_started_apart_equal_chains_started_together() {
         }
     }
 }
-
