@@ -91,6 +91,9 @@ fn step_size(model: &str, sampler: &str) -> Option<f64> {
     }
 }
 
+/// Steps of the run whose final states are compared across thread counts.
+const IDENTITY_STEPS: usize = 8;
+
 /// The Ising bias of the paper's experiments.
 const ISING_BIAS: f64 = 0.2;
 /// RBM shape of the peer harness.
@@ -273,7 +276,8 @@ fn time_config(
         let n = ((args.budget / (repeats as f64 * per)) as usize).max(1);
         let mut secs = Vec::new();
         let mut tally = Tally::default();
-        let mut finals = Vec::new();
+        // Thread-count independence: a fixed-length run compared across thread counts.
+        let finals = go(IDENTITY_STEPS)?.final_states;
         for _ in 0..repeats {
             let out = go(n)?;
             secs.push(out.wall_seconds / n as f64);
@@ -282,7 +286,6 @@ fn time_config(
                 tally.accepted += o.accepted;
                 tally.changed += o.changed;
             }
-            finals = out.final_states;
         }
         let identical = match &first_states {
             None => {

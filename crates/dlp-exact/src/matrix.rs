@@ -170,6 +170,12 @@ fn log_z_alpha(space: &Space, x: &[u32], g: &[f64], a: &[f64]) -> f64 {
     let mut log_z = 0.0;
     for i in 0..space.d {
         let c = x[i] as usize;
+        if space.is_binary_like() {
+            // Z_i = 1 + e^ℓ with the flip logit ℓ = ½ g_i (1 − 2x_i) − 1/(2α h_i) (spec §1.4).
+            let l = 0.5 * g[i] * (1.0 - 2.0 * c as f64) - 0.5 / a[i];
+            log_z += l.max(0.0) + (-l.abs()).exp().ln_1p();
+            continue;
+        }
         let logit = |v: usize| {
             if space.kind == DomainKind::Categorical {
                 let moved = if v == c { 0.0 } else { 1.0 };

@@ -281,7 +281,7 @@ fn figure(cells: &[Cell], truths: &[serde_json::Value], side: usize, budget: f64
     let mut series: Vec<Series> = series;
     series.push(floor);
     Figure {
-        caption: format!("Fig. 7: {side}x{side} Ising (b=0.2), {budget} s of sampler time per sampler and σ_c"),
+        caption: format!("Fig. 7: {side}x{side} Ising, b=0.2, {budget} s per sampler"),
         labels: all,
         panels: vec![Panel::Lines {
             title: "final log RMSE vs coupling strength".into(),

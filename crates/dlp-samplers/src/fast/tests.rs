@@ -174,7 +174,7 @@ fn one_step_rows_match_the_generic_exact_rows() {
     for (mi, m) in models.iter().enumerate() {
         let d = m.d();
         for (si, s) in samplers.iter().enumerate() {
-            for (xi, x) in [vec![1; d], state_of(0b1011_0010_1 & ((1 << d) - 1), d)].iter().enumerate() {
+            for (xi, x) in [vec![1; d], state_of(0b1_0110_0101 & ((1 << d) - 1), d)].iter().enumerate() {
                 let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).into_iter().collect();
                 let (counts, info) = one_step(s, m, x, n, 1000 + (mi * 10 + si * 2 + xi) as u64);
                 let (stat, df) = chi2(&counts, &row, n as u64);
