@@ -116,8 +116,8 @@ fn config(cases: u32) -> Config {
 }
 
 /// Cases per sampler and largest binary dimension: default run vs `--features stat`.
-const CASES: u32 = if cfg!(feature = "stat") { 1000 } else { 100 };
-const MAX_D: usize = if cfg!(feature = "stat") { 10 } else { 8 };
+const CASES: u32 = if cfg!(feature = "stat") { 500 } else { 100 };
+const MAX_D: usize = if cfg!(feature = "stat") { 9 } else { 8 };
 
 fn run_random(name: &str, strategy: impl Strategy<Value = ModelSpec>) {
     let case = cases().into_iter().find(|c| c.name == name).unwrap();

@@ -194,7 +194,10 @@ fn wilson(k: usize, r: usize) -> (f64, f64) {
     let denom = 1.0 + z * z / r;
     let centre = (p + z * z / (2.0 * r)) / denom;
     let half = z * (p * (1.0 - p) / r + z * z / (4.0 * r * r)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At k = 0 and k = r the bound is exactly 0 (or 1); the formula leaves rounding dust.
+    let lo = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if k == r { 1.0 } else { (centre + half).min(1.0) };
+    (lo, hi)
 }
 
 fn run(args: Args) -> Result<()> {
