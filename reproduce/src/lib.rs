@@ -13,7 +13,6 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -151,24 +150,7 @@ impl Run {
     }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    // Temporary files are created 0600; results are ordinary files (0644 before umask).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub use dlp_core::io::atomic_write;
 
 /// One CSV line; a field is quoted when it holds a comma, quote or newline.
 fn csv_line<'a>(fields: impl Iterator<Item = &'a str>) -> String {

@@ -3,7 +3,6 @@
 //! of the binary (`src/<subcommand>.rs`) and returns [`CliError`].
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a subcommand failed; decides the exit code (`gof.md` §10.5).
@@ -88,21 +87,7 @@ pub fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed, then
-/// renamed over `path`, so readers never see a partial file and a failure leaves no file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
-    tmp.write_all(bytes)?;
-    // Temporary files are created 0600; results are ordinary files (0644 before umask).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub use dlp_core::io::atomic_write;
 
 /// A progress bar on stderr counting `len` units; hidden with `quiet` and, by indicatif,
 /// whenever stderr is not a terminal (so scripts and tests see no progress output).

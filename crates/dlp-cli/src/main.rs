@@ -9,6 +9,7 @@
 //! panic is reported as one `error: internal error: …` line and exit 1.
 
 mod bench;
+mod exact;
 mod gof;
 mod sample;
 
@@ -29,6 +30,8 @@ struct Cli {
 enum Command {
     /// Time samplers on the Ising lattice and the RBM; JSON lines in the peer harness's schema.
     Bench(bench::Args),
+    /// Exact check of a sampler on a small model: stationary law, TV to π, residuals (JSON).
+    Exact(exact::Args),
     /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
     Gof(gof::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
@@ -39,6 +42,7 @@ enum Command {
 fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
         Command::Bench(args) => bench::run(args),
+        Command::Exact(args) => exact::run(args),
         Command::Gof(args) => gof::run(args),
         Command::Sample(args) => sample::run(args),
     }

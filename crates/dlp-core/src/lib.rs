@@ -17,6 +17,7 @@
 //! `step_size` = α of the paper, `n_changed` = coordinates a step changed.
 
 pub mod diagnostics;
+pub mod io;
 pub mod math;
 pub mod rng;
 pub mod run;

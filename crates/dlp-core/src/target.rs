@@ -68,6 +68,13 @@ pub trait Target: Send + Sync {
         }
     }
 
+    /// Binary spaces: `Some(f(x^{(i)}) − f(x))` for flipping coordinate i, when the model
+    /// computes one flip in O(degree) (lattice Ising). `None` (the default) tells callers such
+    /// as exhaustive enumeration that whole-state evaluation is cheaper for this model.
+    fn cheap_flip_delta(&self, _x: &[u32], _i: usize) -> Option<f64> {
+        None
+    }
+
     /// The target as a data-term model, for stochastic-gradient samplers.
     fn as_data_target(&self) -> Option<&dyn DataTarget> {
         None

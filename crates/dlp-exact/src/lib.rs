@@ -18,10 +18,13 @@ pub mod enumerate;
 pub mod matrix;
 pub mod reference;
 
-pub use enumerate::{EnumOptions, Enumeration, enumerate, enumerate_with, expectation, log_densities, probabilities};
+pub use enumerate::{
+    EnumOptions, Enumeration, enumerate, enumerate_plain, enumerate_with, expectation, gray_code_applies,
+    log_densities, probabilities,
+};
 pub use matrix::{
     DulaLaw, ExactReport, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
-    kernel_matrix, stationarity_residual, stationary, thm51_bounds, total_variation,
+    kernel_matrix, stationarity_residual, stationary, stationary_gth, stationary_lu, thm51_bounds, total_variation,
 };
 
 /// Errors of exact computations; each names the quantity and the offending value.

@@ -84,10 +84,79 @@ pub fn cycle_matrix(target: &dyn Target, sampler: &dyn Sampler) -> Result<DMatri
     Ok(p)
 }
 
-/// The stationary law of a transition matrix: solves π(P − I) = 0 with Σπ = 1 by LU
-/// (nalgebra, partial pivoting) on Pᵀ − I with its last row replaced by ones, then one step of
-/// iterative refinement. Errors if the system is singular (no unique stationary law).
+/// Largest matrix [`stationary`] solves by GTH (O(n³) state reduction; larger ones use LU).
+pub const MAX_GTH_STATES: usize = 4096;
+
+/// The stationary law of a transition matrix. Uses [`stationary_gth`] (subtraction-free,
+/// accurate even when P ≈ I) for n ≤ [`MAX_GTH_STATES`] and [`stationary_lu`] beyond, or when
+/// GTH meets a state that cannot reach lower-numbered states (then LU decides whether the law
+/// is unique). Errors if there is no unique stationary law.
 pub fn stationary(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
+    if p.nrows() <= MAX_GTH_STATES
+        && let Ok(pi) = stationary_gth(p)
+    {
+        return Ok(pi);
+    }
+    stationary_lu(p)
+}
+
+/// The stationary law by the Grassmann–Taksar–Heyman algorithm (Grassmann, Taksar & Heyman
+/// 1985; Stewart, *Introduction to the Numerical Solution of Markov Chains*, §2.7): censor
+/// the chain to states 0..k for k = n−1 down to 1, each step replacing the diagonal
+/// complement 1 − P_kk by the row sum Σ_{j<k} P_kj, so no subtraction ever happens and every
+/// entry keeps full relative accuracy — unlike LU on Pᵀ − I, whose diagonal 1 − P_kk cancels
+/// when flip probabilities are below ~e^−20. Then π is rebuilt by back-substitution and
+/// normalised. Written by hand: nalgebra has no GTH and it is 30 lines. Rows of each
+/// reduction step are updated in parallel; every entry is computed the same way for any
+/// thread count. Errors (`NoUniqueStationary`) if some censored state has Σ_{j<k} P_kj = 0.
+pub fn stationary_gth(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
+    let n = p.nrows();
+    assert_eq!(n, p.ncols(), "transition matrix must be square");
+    if n == 0 {
+        return Err(ExactError::NoUniqueStationary);
+    }
+    // Row-major copy: the rank-one update below runs along rows.
+    let mut a: Vec<f64> = (0..n * n).map(|t| p[(t / n, t % n)]).collect();
+    for k in (1..n).rev() {
+        let (top, rest) = a.split_at_mut(k * n);
+        let row_k = &rest[..k];
+        let s: f64 = row_k.iter().sum();
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(ExactError::NoUniqueStationary);
+        }
+        let update = |row: &mut [f64]| {
+            row[k] /= s;
+            let c = row[k];
+            if c != 0.0 {
+                for (x, y) in row[..k].iter_mut().zip(row_k) {
+                    *x += c * y;
+                }
+            }
+        };
+        if k >= 256 {
+            top.par_chunks_mut(n).for_each(update);
+        } else {
+            top.chunks_mut(n).for_each(update);
+        }
+    }
+    let mut pi = vec![0.0; n];
+    pi[0] = 1.0;
+    for k in 1..n {
+        pi[k] = (0..k).map(|i| pi[i] * a[i * n + k]).sum();
+    }
+    let total: f64 = pi.iter().sum();
+    if !(total.is_finite() && total > 0.0) {
+        return Err(ExactError::NoUniqueStationary);
+    }
+    pi.iter_mut().for_each(|v| *v /= total);
+    Ok(pi)
+}
+
+/// The stationary law by LU: solves π(P − I) = 0 with Σπ = 1
+/// (nalgebra, partial pivoting) on Pᵀ − I with its last row replaced by ones, then one step of
+/// iterative refinement. Loses accuracy when P ≈ I (use [`stationary_gth`] there). Errors if
+/// the system is singular (no unique stationary law).
+pub fn stationary_lu(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
     let n = p.nrows();
     let mut a = p.transpose() - DMatrix::identity(n, n);
     a.row_mut(n - 1).fill(1.0);
@@ -379,6 +448,71 @@ mod tests {
         assert!(detailed_balance_residual(&pi, &p) < 1e-15);
         let reducible = DMatrix::identity(2, 2);
         assert!(stationary(&reducible).is_err());
+    }
+
+    fn dula(alpha: f64) -> Box<dyn Sampler> {
+        let params = dlp_samplers::SamplerParams { step_size: Some(alpha), preconditioner: None, batch_size: None };
+        dlp_samplers::build_sampler("dula", &params).unwrap()
+    }
+
+    #[test]
+    fn gth_solves_spec_4_3_matrices() {
+        let t = Quadratic::spec_tiny();
+        // DULA row (0,0,0) from spec §4.3, then the stationary law π_α.
+        let p = kernel_matrix(&t, dula(0.5).as_ref(), 0).unwrap();
+        let row = [0.3926572360, 0.1636838884, 0.1017925642, 0.0424334539, 0.1678275658, 0.0699609380, 0.0435076619];
+        for (j, q) in row.iter().enumerate() {
+            assert!((p[(0, j)] - q).abs() < 1e-9);
+        }
+        let pi_a = [
+            0.0809512813,
+            0.0952750009,
+            0.0790964137,
+            0.1321463263,
+            0.1094669988,
+            0.0812631920,
+            0.2049611045,
+            0.2168396824,
+        ];
+        for solve in [stationary_gth, stationary_lu, stationary] {
+            let law = solve(&p).unwrap();
+            assert!(law.iter().zip(pi_a).all(|(a, b)| (a - b).abs() < 1e-10), "{law:?}");
+            assert!((l1_distance(&law, &crate::probabilities(&t).unwrap()) - 0.1926361355).abs() < 1e-9);
+        }
+        // DMALA is exact: its stationary law is π of spec §4.3.
+        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: None };
+        let dmala = dlp_samplers::build_sampler("dmala", &params).unwrap();
+        let law = stationary_gth(&kernel_matrix(&t, dmala.as_ref(), 0).unwrap()).unwrap();
+        let pi = [
+            0.0757792291,
+            0.0973024562,
+            0.0376308515,
+            0.1313445775,
+            0.1022912598,
+            0.0395602265,
+            0.2515959009,
+            0.2644954985,
+        ];
+        assert!(law.iter().zip(pi).all(|(a, b)| (a - b).abs() < 1e-10), "{law:?}");
+        // Reducible: two closed classes.
+        let two = DMatrix::from_row_slice(3, 3, &[0.5, 0.5, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 1.0]);
+        assert!(stationary_gth(&two).is_err() && stationary(&two).is_err());
+    }
+
+    #[test]
+    fn gth_is_accurate_when_p_is_nearly_identity() {
+        // 3×3 Ising DULA at α = 0.02: flip probabilities ~e^−25, so P ≈ I to 1e−11 and LU on
+        // Pᵀ − I cancels; GTH must still match the closed form π_α ∝ π·Z_α (spec §4.2).
+        let t = dlp_models::IsingModel::paper_lattice(3, 0.1, 0.2);
+        for alpha in [0.02, 0.05] {
+            let p = kernel_matrix(&t, dula(alpha).as_ref(), 0).unwrap();
+            let closed = dula_closed_form(&t, alpha, None).unwrap();
+            let gth = stationary_gth(&p).unwrap();
+            let err = l1_distance(&gth, &closed);
+            assert!(err < 1e-12, "α = {alpha}: ‖GTH − closed form‖₁ = {err:e}");
+            let lu = l1_distance(&stationary_lu(&p).unwrap(), &closed);
+            eprintln!("α = {alpha}: GTH error {err:e}, LU error {lu:e}");
+        }
     }
 
     #[test]

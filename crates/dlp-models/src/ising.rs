@@ -197,6 +197,10 @@ impl Target for IsingModel {
         }
     }
 
+    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
+        Some(self.flip_delta(x, i))
+    }
+
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }

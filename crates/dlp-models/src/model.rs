@@ -9,7 +9,6 @@ use crate::table::TableModel;
 use dlp_core::{DataTarget, DomainKind, Space, Target};
 use serde_json::{Value, json};
 use std::any::Any;
-use std::io::Write;
 use std::path::Path;
 
 /// The schema tag of model files.
@@ -113,18 +112,7 @@ impl Model {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub(crate) use dlp_core::io::atomic_write as write_atomic;
 
 fn domain_name(kind: DomainKind) -> &'static str {
     match kind {

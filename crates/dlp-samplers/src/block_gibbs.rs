@@ -164,6 +164,11 @@ impl Sampler for BlockGibbs {
         let n = x0.len() / d;
         let mut f = vec![0.0; n];
         target.log_density_batch(x0, &mut f);
+        // bg-1 on an RBM: keep each chain's hidden pre-activations (see `RbmCache`).
+        let rbm = target.as_any().and_then(|a| a.downcast_ref::<Rbm>()).filter(|_| self.k == 1).map(|rbm| {
+            let a = rbm_hidden_preactivations(rbm, x0);
+            RbmCache { rbm, a: a.into_raw_vec_and_offset().0, since_refresh: vec![0; n] }
+        });
         Ok(Box::new(BgChains {
             target,
             k: self.k,
@@ -172,6 +177,7 @@ impl Sampler for BlockGibbs {
             schedules: vec![BlockSchedule::new(d); n],
             ys: Vec::new(),
             logw: Vec::new(),
+            rbm,
         }))
     }
 
@@ -207,6 +213,49 @@ struct BgChains<'t> {
     schedules: Vec<BlockSchedule>,
     ys: Vec<u32>,
     logw: Vec<f64>,
+    rbm: Option<RbmCache<'t>>,
+}
+
+/// bg-1 on an RBM: the hidden pre-activations a = c + Wᵀu of every chain (n × M, row-major).
+/// `Rbm::coordinate_deltas` recomputes a from scratch for each call (d·M multiply-adds); with
+/// a cached, the flip delta du·b_i + Σ_k softplus(a_k + du·W_ik) − softplus(a_k) (the same
+/// formula) costs O(M), and a flip updates a in O(M). Each chain's a is recomputed from
+/// scratch every d steps so that rounding cannot accumulate.
+struct RbmCache<'t> {
+    rbm: &'t Rbm,
+    a: Vec<f64>,
+    since_refresh: Vec<usize>,
+}
+
+impl RbmCache<'_> {
+    /// One bg-1 step of chain `j` on coordinate `i`; returns the new f and whether x_i flipped.
+    fn step(&mut self, j: usize, x: &mut [u32], f_x: f64, i: usize, logw: &mut Vec<f64>, rng: &mut ChainRng) -> (f64, bool) {
+        let (rbm, m, d) = (self.rbm, self.rbm.m(), self.rbm.d());
+        let a = &mut self.a[j * m..(j + 1) * m];
+        self.since_refresh[j] += 1;
+        if self.since_refresh[j] >= d {
+            rbm.hidden_preactivation(x, a);
+            self.since_refresh[j] = 0;
+        }
+        let value = |c: u32| if rbm.is_spin() { 2.0 * c as f64 - 1.0 } else { c as f64 };
+        let du = value(1 - x[i]) - value(x[i]);
+        let row = &rbm.w()[i * m..(i + 1) * m];
+        let mut delta = du * rbm.b()[i];
+        for (&ak, &wk) in a.iter().zip(row) {
+            delta += softplus(ak + du * wk) - softplus(ak);
+        }
+        // Same candidate order and weights as `block_conditional` for one coordinate.
+        logw.clear();
+        logw.resize(2, f_x);
+        logw[1 - x[i] as usize] += delta;
+        let r = sample_logits(logw, rng);
+        let flipped = r as u32 != x[i];
+        if flipped {
+            x[i] = r as u32;
+            a.iter_mut().zip(row).for_each(|(ak, &wk)| *ak += du * wk);
+        }
+        (logw[r], flipped)
+    }
 }
 
 impl Chains for BgChains<'_> {
@@ -227,6 +276,20 @@ impl Chains for BgChains<'_> {
         for j in 0..self.f.len() {
             let x = &mut self.x[j * d..(j + 1) * d];
             let block = self.schedules[j].next_block(self.k, &mut rngs[j]);
+            if let Some(cache) = &mut self.rbm {
+                let (f, flipped) = cache.step(j, x, self.f[j], block[0], &mut self.logw, &mut rngs[j]);
+                self.f[j] = f;
+                let changed = u32::from(flipped);
+                info[j] = StepInfo {
+                    accepted: true,
+                    accept_prob: 1.0,
+                    n_proposed: changed,
+                    n_changed: changed,
+                    density_evals: 2,
+                    grad_evals: 0,
+                };
+                continue;
+            }
             let evals = block_conditional(self.target, x, self.f[j], block, &mut self.ys, &mut self.logw);
             let r = sample_logits(&self.logw, &mut rngs[j]);
             let y = &self.ys[r * d..(r + 1) * d];
