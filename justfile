@@ -7,24 +7,34 @@ set positional-arguments
 default:
     @just --list
 
-# Run a reproduction binary in release: `just reproduce fig3 --quick --seed 3 --threads 2`;
-# `just reproduce all [args…]` runs every binary in reproduce/src/bin.
-reproduce name *args:
+# `just reproduce fig3 --quick --seed 3 --threads 2`; `just reproduce fig1a fig1b fig2 --quick`
+# (leading names are binaries, the rest their arguments); `all` = every reproduce/src/bin/*.rs.
+# Run reproduction binaries in release: just reproduce <name|all>… [args…]
+reproduce +args:
     #!/usr/bin/env bash
     set -euo pipefail
-    shift
-    if [ "{{name}}" = all ]; then
-        bins=$(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | sort)
-    else
-        if [ ! -f "reproduce/src/bin/{{name}}.rs" ]; then
-            echo "error: no reproduction binary {{name}} (have: $(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | tr '\n' ' '))" >&2
+    have=$(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | sort)
+    bins=()
+    while [ $# -gt 0 ] && [[ "$1" != -* ]]; do
+        if [ "$1" = all ]; then
+            bins+=($have)
+        elif grep -qx -- "$1" <<< "$have"; then
+            bins+=("$1")
+        else
+            echo "error: no reproduction binary $1 (have: $(tr '\n' ' ' <<< "$have"))" >&2
             exit 2
         fi
-        bins="{{name}}"
+        shift
+    done
+    if [ ${#bins[@]} -eq 0 ]; then
+        echo "error: name a reproduction binary or 'all' (have: $(tr '\n' ' ' <<< "$have"))" >&2
+        exit 2
     fi
-    for bin in $bins; do
+    list=$(printf -- '--bin %s ' "${bins[@]}")
+    cargo build --release --quiet -p dlp-reproduce $list
+    for bin in "${bins[@]}"; do
         echo "== $bin"
-        cargo run --release --quiet -p dlp-reproduce --bin "$bin" -- "$@"
+        "${CARGO_TARGET_DIR:-target}/release/$bin" "$@"
     done
 
 # Fast test suite (exact tier included, statistical tier excluded): nextest if installed.

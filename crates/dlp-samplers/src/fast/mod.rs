@@ -12,6 +12,7 @@
 //! | fast path | when | file |
 //! |---|---|---|
 //! | DULA / DMALA on a uniform lattice Ising model | `IsingModel` with lattice couplings, uniform field, no preconditioner | [`ising`] |
+//! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | `Rbm`, no preconditioner | [`rbm`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a 16-bit
 //! draw is compared with the top 16 bits of T = ⌊p·2⁶⁴⌋ and only on a tie (probability
@@ -23,6 +24,7 @@
 //! and the tests that compare the two paths).
 
 pub mod ising;
+pub mod rbm;
 
 use dlp_core::{DataTarget, Space, Target};
 
@@ -104,6 +106,9 @@ pub fn dlp_fast_path<'t>(
     }
     if let Some(m) = ising::qualifying_model(target) {
         return Ok(Some(Box::new(ising::IsingDlpChains::new(m, proposal.half_inv_step(0), mh, x0)?)));
+    }
+    if let Some(r) = rbm::qualifying_rbm(target) {
+        return Ok(Some(Box::new(rbm::RbmDlpChains::new(r, proposal.clone(), mh, x0)?)));
     }
     Ok(None)
 }
