@@ -2,7 +2,7 @@
 //! download), plus checks that need the sampler and GOF crates next to `dlp-learn`.
 
 use dlp_core::Space;
-use dlp_learn::mmd2_hamming_v;
+use dlp_gof::mmd2_hamming_v;
 use dlp_learn::pcd::{PcdConfig, lattice_couplings, lattice_gibbs_data, learn_pcd};
 use dlp_samplers::{SamplerParams, build_sampler};
 use std::path::Path;

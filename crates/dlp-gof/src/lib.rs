@@ -20,6 +20,7 @@ pub mod gfksd;
 pub mod kdsd;
 pub mod matrix;
 pub mod mmd;
+pub mod mmd_packed;
 pub mod reference;
 
 pub use bootstrap::{Bootstrap, NullTest, Statistic, p_value};
@@ -27,6 +28,7 @@ pub use gfksd::{Bandwidth, GfksdOptions, GfksdOutcome, Relaxation, Surrogate, gf
 pub use kdsd::{BaseKernel, KdsdOptions, KdsdOutcome, difference_scores, kdsd_matrix, kdsd_test, stein_kernel};
 pub use matrix::KernelMatrix;
 pub use mmd::{MmdOptions, MmdOutcome, mmd_test};
+pub use mmd_packed::{MmdReference, mmd2_hamming_v};
 pub use reference::{exact_draws, gibbs_draws};
 
 use dlp_core::{ChainRng, chain_rng};

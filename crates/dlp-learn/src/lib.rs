@@ -7,15 +7,12 @@
 //! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
 //!   changes every iteration, data from a lattice Ising by systematic-scan Gibbs, and
 //!   persistent contrastive divergence driven by any [`dlp_core::Sampler`] (§3.4, Fig. 5).
-//! * [`mmd`]: MMD² (biased V-statistic) with the kernel exp(−Hamming/D) (§3.3, P12).
 
 pub mod adam;
-pub mod mmd;
 pub mod pcd;
 pub mod rbm;
 
 pub use adam::Adam;
-pub use mmd::{MmdReference, mmd2_hamming_v};
 
 /// Errors of the learning code; each names the parameter and its value.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@ use dlp_core::rng::chain_rngs;
 use dlp_core::rng::setup_rng;
 use dlp_core::{DomainKind, Observer, RunOptions, StepContext, StepInfo, Target, run_chains};
 use dlp_data::{Mnist, binarize, pixel_means, synthetic_digits};
-use dlp_learn::MmdReference;
+use dlp_gof::MmdReference;
 use dlp_learn::rbm::{CdConfig, RbmParams, train_cd};
 use dlp_models::{Model, Rbm, load_model};
 use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series};

@@ -1,8 +1,9 @@
-//! MMD² between two sets of binary states with the kernel k(x, y) = exp(−H(x, y)/D), as the
+//! Fast MMD² between two sets of binary states with the kernel k(x, y) = exp(−H(x, y)/D), as the
 //! biased V-statistic mean K_xx + mean K_yy − 2 mean K_xy with the diagonals included
 //! (`reproduction.md` §3.3, pitfall P12). States are packed into 64-bit words so that a
 //! Hamming distance is a few popcounts; this is what makes the every-10-steps metric of
-//! Fig. 4 cheap next to the samplers.
+//! Fig. 4 cheap next to the samplers. It is the same statistic as [`crate::mmd::mmd_statistic`]
+//! (V form, scale 1) on binary data, without building the kernel matrix.
 
 /// Rows of a binary `n × d` batch packed into `ceil(d/64)` words each.
 #[derive(Clone, Debug)]
@@ -98,5 +99,17 @@ mod tests {
         // X = {e_69, e_3}, Y = {0}: K_xx = (1 + 1 + 2e^{-2/70})/4, K_xy = e^{-1/70}.
         let want = (2.0 + 2.0 * (-2.0f64 / 70.0).exp()) / 4.0 + 1.0 - 2.0 * (-1.0f64 / 70.0).exp();
         assert!((mmd2_hamming_v(&x, &y, 70) - want).abs() < 1e-15);
+    }
+
+    #[test]
+    fn agrees_with_the_kernel_matrix_statistic() {
+        use dlp_core::Space;
+        use rand::RngExt;
+        let mut rng = dlp_core::chain_rng(3, 0);
+        let d = 100;
+        let xs: Vec<u32> = (0..30 * d).map(|_| rng.random_range(0..2u32)).collect();
+        let ys: Vec<u32> = (0..40 * d).map(|_| u32::from(rng.random::<f64>() < 0.3)).collect();
+        let matrix = crate::mmd::mmd_statistic(&Space::binary(d), &xs, &ys, 1.0, crate::Statistic::V).unwrap();
+        assert!((mmd2_hamming_v(&xs, &ys, d) - matrix).abs() < 1e-12);
     }
 }
