@@ -312,7 +312,7 @@ impl BlockCtx<'_> {
         let d = self.space.d;
         // Binary spaces have 2^d states and BLOCK is a power of two, so every block is a
         // power of two long and starts with its low log2(count) bits clear.
-        debug_assert!(count.is_power_of_two() && first % count as u64 == 0);
+        debug_assert!(count.is_power_of_two() && first.is_multiple_of(count as u64));
         let mut x0 = vec![0u32; d];
         self.space.state_of_index(first, &mut x0);
         let mut x = x0.clone();

@@ -93,7 +93,14 @@ pub fn hamming_ball(k: usize, center: &[u32], block: &[usize], r: usize, out: &m
 /// for each block coordinate i every v ≠ u_i), as f(u) + [`Target::coordinate_deltas`]. The
 /// models answer a delta in O(neighbours) where `log_density_batch` costs O(d) per row, so
 /// this replaces |H_1| full evaluations (75% of an hb-10-1 step on the 5×5 Ising).
-fn radius1_log_weights(target: &dyn Target, u: &[u32], f_u: f64, block: &[usize], delta: &mut [f64], out: &mut Vec<f64>) {
+fn radius1_log_weights(
+    target: &dyn Target,
+    u: &[u32],
+    f_u: f64,
+    block: &[usize],
+    delta: &mut [f64],
+    out: &mut Vec<f64>,
+) {
     out.clear();
     out.push(f_u);
     for &i in block {
@@ -343,6 +350,30 @@ mod tests {
         let info =
             empirical_check(&HammingBall::new(2, 1).unwrap(), &PairwiseCategorical::spec_small(), &[2, 0], 20_000, 62);
         assert!(info.iter().all(|i| i.density_evals == 5));
+    }
+
+    #[test]
+    fn radius_two_and_long_runs_keep_f() {
+        // r = 2 takes the materialised-ball branch; same 5σ row check as above (≤ 20 states,
+        // 5.7e−7 each: < 1e−4).
+        let c = PairwiseCategorical::spec_small();
+        let info = empirical_check(&HammingBall::new(2, 2).unwrap(), &c, &[1, 2], 40_000, 63);
+        assert!(info.iter().all(|i| i.density_evals == 9));
+        // Radius 1 keeps f as f(x) + deltas: it must stay the model's f over a long run.
+        let q = Quadratic::spec_tiny();
+        let mut ch = HammingBall::new(2, 1).unwrap().start(&q, &[0, 1, 0, 1, 1, 1]).unwrap();
+        let mut rngs = dlp_core::chain_rngs(4, 0, 2);
+        let mut info = [StepInfo::default(); 2];
+        for _ in 0..2000 {
+            ch.step(&mut rngs, &mut info);
+            for (y, f) in ch.positions().chunks(3).zip(ch.log_densities().unwrap()) {
+                assert!((q.log_density(y) - f).abs() < 1e-10);
+            }
+            for (i, y) in info.iter().zip(ch.positions().chunks(3)) {
+                // d = 3, L = 2: a pass is a block of 2 (ball of 3) then a block of 1 (ball of 2).
+                assert!(i.n_changed <= 2 && matches!(i.density_evals, 2 | 3), "{i:?} at {y:?}");
+            }
+        }
     }
 
     #[test]
