@@ -2,8 +2,10 @@
 //!
 //! Ising: the paper's periodic lattice (σ = 0.1, b = 0.2) at L ∈ {25, 100} with 1 and 16
 //! chains, through `start()` (the fast path where it applies) and through the generic path
-//! (`fast::Generic`); RBM 784×500 with 100 chains. Throughput is in spins (chains × d), so
-//! criterion's "elements/s" is spin-steps per second. For comparisons with the official
+//! (`fast::Generic`), plus the generic gwg-4 and hb-10-1 of fig3; RBM 784×500 with 100
+//! chains, through `start()` (cached pre-activation paths) and through `fast::Generic`.
+//! Throughput is in spins (chains × d), so criterion's "elements/s" is spin-steps per
+//! second. For comparisons with the official
 //! code and the C floor use `dlp bench` / `just bench-peer` (same session, ratios).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -47,7 +49,14 @@ fn ising(c: &mut Criterion) {
         let generic = Generic(&m);
         for chains in [1, 16] {
             let x0 = bits(0, l * l * chains, sigmoid(0.4));
-            for (name, step) in [("dula", Some(0.2)), ("dmala", Some(0.4)), ("gwg", None), ("bg-1", None)] {
+            for (name, step) in [
+                ("dula", Some(0.2)),
+                ("dmala", Some(0.4)),
+                ("gwg", None),
+                ("gwg-4", None),
+                ("bg-1", None),
+                ("hb-10-1", None),
+            ] {
                 if matches!(name, "dula" | "dmala") {
                     bench_one(c, "ising", &m, name, step, &x0, format!("L{l}-B{chains}-fast"));
                 }
@@ -73,6 +82,10 @@ fn rbm(c: &mut Criterion) {
         [("dula", Some(0.1)), ("dmala", Some(0.2)), ("gwg", None), ("bg-1", None), ("block-gibbs", None)]
     {
         bench_one(c, "rbm", &rbm, name, step, &x0, "784x500-B100".into());
+        if name != "block-gibbs" {
+            // `start()` takes the cached pre-activation paths on an Rbm; `Generic` hides it.
+            bench_one(c, "rbm", &Generic(&rbm), name, step, &x0, "784x500-B100-generic".into());
+        }
     }
 }
 

@@ -165,10 +165,7 @@ impl Sampler for BlockGibbs {
         let mut f = vec![0.0; n];
         target.log_density_batch(x0, &mut f);
         // bg-1 on an RBM: keep each chain's hidden pre-activations (see `RbmCache`).
-        let rbm = target.as_any().and_then(|a| a.downcast_ref::<Rbm>()).filter(|_| self.k == 1).map(|rbm| {
-            let a = rbm_hidden_preactivations(rbm, x0);
-            RbmCache { rbm, a: a.into_raw_vec_and_offset().0, since_refresh: vec![0; n] }
-        });
+        let rbm = RbmCache::for_target(target, x0).filter(|_| self.k == 1);
         Ok(Box::new(BgChains {
             target,
             k: self.k,
@@ -221,15 +218,25 @@ struct BgChains<'t> {
 /// a cached, the flip delta du·b_i + Σ_k softplus(a_k + du·W_ik) − softplus(a_k) (the same
 /// formula) costs O(M), and a flip updates a in O(M). Each chain's a is recomputed from
 /// scratch every d steps so that rounding cannot accumulate.
-struct RbmCache<'t> {
+/// Also used by single-site Gibbs (`gibbs.rs`).
+pub(crate) struct RbmCache<'t> {
     rbm: &'t Rbm,
     a: Vec<f64>,
     since_refresh: Vec<usize>,
 }
 
-impl RbmCache<'_> {
-    /// One bg-1 step of chain `j` on coordinate `i`; returns the new f and whether x_i flipped.
-    fn step(
+impl<'t> RbmCache<'t> {
+    /// The cache for chains at `x0` when `target` is an RBM.
+    pub(crate) fn for_target(target: &'t dyn Target, x0: &[u32]) -> Option<Self> {
+        let rbm = target.as_any()?.downcast_ref::<Rbm>()?;
+        let a = rbm_hidden_preactivations(rbm, x0);
+        Some(RbmCache { rbm, a: a.into_raw_vec_and_offset().0, since_refresh: vec![0; x0.len() / rbm.d()] })
+    }
+
+    /// One exact single-site Gibbs update of chain `j` at coordinate `i` (state `x`, log-density
+    /// `f_x`): candidates and weights as [`block_conditional`] builds them for one coordinate,
+    /// drawn with `sample_logits`. Returns the new f and whether x_i flipped.
+    pub(crate) fn step(
         &mut self,
         j: usize,
         x: &mut [u32],
