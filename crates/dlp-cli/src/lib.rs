@@ -78,14 +78,7 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), CliError> {
         .map_err(|e| CliError::Input(format!("{flag} {}: cannot write there: {}", path.display(), io_reason(&e))))
 }
 
-/// The OS reason of an I/O error without the `(os error N)` suffix.
-pub fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
+pub use dlp_core::io::io_reason;
 
 pub use dlp_core::io::atomic_write;
 

@@ -24,6 +24,16 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The OS's reason for an I/O error without the `(os error N)` suffix, for one-line messages
+/// such as `error: model.json: cannot read file: No such file or directory`.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +52,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode & 0o044, 0o044, "result must be readable by others: {mode:o}");
         }
-        assert!(atomic_write(&dir.path().join("missing/out.txt"), b"x").is_err());
+        let err = atomic_write(&dir.path().join("missing/out.txt"), b"x").unwrap_err();
+        assert_eq!(io_reason(&err), "No such file or directory");
     }
 }

@@ -39,7 +39,7 @@ use dlp_core::math::{sigmoid, softplus};
 use dlp_core::{ChainRng, Chains, SamplerError, StepInfo, Target};
 use dlp_models::IsingModel;
 use rand::Rng;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 /// Number of classes on the 2-D torus: bit × number of up neighbours (0..=4).
 const TORUS_CLASSES: usize = 10;
@@ -117,22 +117,47 @@ pub struct IsingDlpChains {
     /// Torus: 1 at interior positions of the flattened padded range, 0 at ghost columns.
     interior: Vec<u8>,
     avx2: bool,
-    /// Bits per chain (padded grid on the torus), n × gl.
-    grid: Vec<u8>,
-    /// The proposal of the chain being stepped.
+    /// Torus DULA: top byte of T and its low 56 bits per class (8-bit first stage).
+    t8: [u8; TORUS_CLASSES],
+    lo56: [u64; TORUS_CLASSES],
+    /// Bits per chain (padded grid on the torus), one buffer of length gl per chain, so an
+    /// accepted proposal is a buffer swap with `next`.
+    grid: Vec<Vec<u8>>,
+    /// The proposal of the chain being stepped (every byte rewritten by a step that uses it).
     next: Vec<u8>,
     /// DMALA: class of every site at the current state, n × d; histogram, n × classes.
     cls: Vec<u8>,
     hist: Vec<u32>,
-    cls_next: Vec<u8>,
     tag: Vec<u8>,
-    tag_next: Vec<u8>,
+    scratch: FlipScratch,
     e2: Vec<i64>,
     mm: Vec<i64>,
     f: Vec<f64>,
     f_lazy: OnceCell<Vec<f64>>,
+    /// DMALA: positions kept in place (only flipped sites rewritten on an accepted move).
     pos: Vec<u32>,
+    /// DULA: positions converted from the grids on demand, invalidated by `step`; the
+    /// buffer of an invalidated conversion is kept in `pos_spare` and reused.
+    pos_lazy: OnceCell<Vec<u32>>,
+    pos_spare: Cell<Vec<u32>>,
     rbuf: Vec<u8>,
+}
+
+/// DMALA bookkeeping for one proposal, from its flipped sites and their neighbours only.
+#[derive(Default)]
+struct FlipScratch {
+    /// Flipped sites (user index), in site order.
+    flipped: Vec<u32>,
+    /// Epoch stamp per site, to visit each site of the flip set's neighbourhood once.
+    seen: Vec<u32>,
+    epoch: u32,
+    /// Sites whose class differs between x and y, with their class at y.
+    changed: Vec<(u32, u8)>,
+    /// H' − H (class histogram at y minus at x), F (classes at x of the flipped sites),
+    /// R (classes at y of the flipped sites).
+    dh: Vec<i64>,
+    fw: Vec<u32>,
+    rv: Vec<u32>,
 }
 
 impl IsingDlpChains {
@@ -178,12 +203,15 @@ impl IsingDlpChains {
         }
         let mut hi10 = [0u16; TORUS_CLASSES];
         let (mut thi, mut tlo) = ([0u8; TORUS_CLASSES], [0u8; TORUS_CLASSES]);
+        let (mut t8, mut lo56) = ([0u8; TORUS_CLASSES], [0u64; TORUS_CLASSES]);
         let mut interior = Vec::new();
         if let Geometry::Torus { rows, cols } = geo {
             for (k, t) in cl.thr.iter().enumerate() {
                 hi10[k] = t.hi;
                 thi[k] = (t.hi >> 8) as u8;
                 tlo[k] = t.hi as u8;
+                t8[k] = (t.bits() >> 56) as u8;
+                lo56[k] = t.bits() & LOW56;
             }
             let w = cols + 2;
             interior = (0..rows * w - 2).map(|q| u8::from((q + 1) % w != 0 && (q + 1) % w != w - 1)).collect();
@@ -204,25 +232,28 @@ impl IsingDlpChains {
             thi,
             tlo,
             interior,
+            t8,
+            lo56,
             avx2: has_avx2(),
-            grid: vec![0; n * gl],
+            grid: vec![vec![0; gl]; n],
             next: vec![0; gl],
             cls: if mh { vec![0; n * d] } else { Vec::new() },
             hist: if mh { vec![0; n * nc] } else { Vec::new() },
-            cls_next: vec![0; d],
             tag: vec![0; d],
-            tag_next: vec![0; d],
+            scratch: FlipScratch::new(d, nc),
             e2: vec![0; n],
             mm: vec![0; n],
             f: vec![0.0; n],
             f_lazy: OnceCell::new(),
-            pos: x0.to_vec(),
+            pos: if mh { x0.to_vec() } else { Vec::new() },
+            pos_lazy: OnceCell::new(),
+            pos_spare: Cell::new(Vec::new()),
             rbuf: vec![0; rlen],
             cl,
             geo,
         };
         for j in 0..n {
-            let g = &mut c.grid[j * gl..(j + 1) * gl];
+            let g = &mut c.grid[j];
             scatter(&c.geo, &x0[j * d..(j + 1) * d], g);
             if mh {
                 classes_of(&c.geo, g, &mut c.cls[j * d..(j + 1) * d]);
@@ -261,21 +292,20 @@ impl IsingDlpChains {
         let (mut cx, mut cy) = (vec![0; self.d], vec![0; self.d]);
         classes_of(&self.geo, &gx, &mut cx);
         classes_of(&self.geo, &gy, &mut cy);
-        let (mut h, mut h2, mut fw, mut rv) = (vec![0; nc], vec![0; nc], vec![0; nc], vec![0; nc]);
-        count_into(&cx, &mut h);
-        count_into(&cy, &mut h2);
-        let tx: Vec<u8> = (0..self.d).map(|i| if x[i] != y[i] { cx[i] } else { u8::MAX }).collect();
-        let ty: Vec<u8> = (0..self.d).map(|i| if x[i] != y[i] { cy[i] } else { u8::MAX }).collect();
-        count_into(&tx, &mut fw);
-        count_into(&ty, &mut rv);
-        self.ratio(&h, &h2, &fw, &rv).0
+        // The step's own path: the flipped sites' tags, then the flip-set statistics.
+        let tag: Vec<u8> = (0..self.d).map(|i| if x[i] != y[i] { cx[i] } else { u8::MAX }).collect();
+        let mut sc = FlipScratch::new(self.d, nc);
+        collect_flipped(&tag, &mut sc.flipped);
+        flip_set_stats(&self.geo, &gy, &cx, &mut sc);
+        self.ratio(&sc).0
     }
 
-    /// (A, ΔE₂, ΔM) from the histograms at x and y and of the flipped sites' classes.
-    fn ratio(&self, h: &[u32], h2: &[u32], fw: &[u32], rv: &[u32]) -> (f64, i64, i64) {
+    /// (A, ΔE₂, ΔM) from the flip-set statistics (H' − H, F, R).
+    fn ratio(&self, sc: &FlipScratch) -> (f64, i64, i64) {
+        let (dhs, fw, rv) = (&sc.dh, &sc.fw, &sc.rv);
         let (mut de2, mut dm, mut lq) = (0i64, 0i64, 0.0);
-        for k in 0..h.len() {
-            let dh = h2[k] as i64 - h[k] as i64;
+        for k in 0..dhs.len() {
+            let dh = dhs[k];
             de2 += dh * self.cl.e2[k];
             dm += dh * self.cl.m[k];
             let dr = rv[k] as i64 - fw[k] as i64;
