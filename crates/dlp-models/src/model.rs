@@ -191,6 +191,10 @@ impl Target for Model {
         delegate!(self, m => m.flip_deltas(x, out))
     }
 
+    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
+        delegate!(self, m => m.cheap_flip_delta(x, i))
+    }
+
     fn as_data_target(&self) -> Option<&dyn DataTarget> {
         delegate!(self, m => m.as_data_target())
     }

@@ -295,3 +295,18 @@ fn unknown_extension_and_missing_file() {
     let e = load_model(Path::new("/nonexistent/m.json")).unwrap_err().to_string();
     assert!(e.starts_with("/nonexistent/m.json: cannot read file: "), "{e}");
 }
+
+#[test]
+fn model_wrapper_forwards_cheap_flip_deltas() {
+    use dlp_core::Target;
+    let ising = dlp_models::IsingModel::paper_lattice(3, 0.1, 0.2);
+    let model = dlp_models::Model::from(ising.clone());
+    let x = [1, 0, 1, 1, 0, 0, 1, 0, 1];
+    for i in 0..9 {
+        let direct = ising.cheap_flip_delta(&x, i).expect("lattice Ising has cheap flips");
+        assert_eq!(model.cheap_flip_delta(&x, i), Some(direct));
+        let mut y = x;
+        y[i] = 1 - y[i];
+        assert!((direct - (model.log_density(&y) - model.log_density(&x))).abs() < 1e-12);
+    }
+}

@@ -10,10 +10,14 @@
 //!   threshold and the site's share of f are tabulated per class, in f64 from the formula
 //!   the generic path uses (one rounding for w·Σu instead of one per neighbour, so the two
 //!   agree to an ulp or so; the tests compare them to 1e-12).
-//! * **Flip decisions** compare 16-bit uniforms with the top 16 bits of ⌊p·2⁶⁴⌋ (see
-//!   [`super::Threshold`]); 48 more bits are drawn only on a tie (probability 2⁻¹⁶). Per
-//!   chain and step the randomness is: 2·d bytes from `rngs[j]` (`fill_bytes`), then one
-//!   `next_u64` per tie in site order, then (DMALA, if the proposal moves) the MH uniform.
+//! * **Flip decisions** compare uniform integers with T = ⌊p·2⁶⁴⌋ in two stages (see
+//!   [`super::Threshold`]), so the realised flip probability is exactly T/2⁶⁴. Torus DULA:
+//!   one random byte per site against the top byte of T; on a tie (probability 2⁻⁸) 56 more
+//!   bits (`next_u64() >> 8`) against the low 56 bits. Per chain and step: R·(C+2) − 2
+//!   bytes from `rngs[j]` (`fill_bytes`, one per position of the flattened padded range),
+//!   then one `next_u64` per tie in site order. DMALA and the CSR path: 16-bit first stage,
+//!   48 more bits on a tie (2·d bytes, then one `next_u64` per tie in site order, then, if
+//!   the proposal moves, the MH uniform).
 //! * **2-D periodic lattices with both sides ≥ 3** are stored per chain as a (R+2)×(C+2)
 //!   grid of bytes with ghost rows/columns, so a row of neighbour counts is four shifted
 //!   slices and the row kernel vectorises (AVX2 when the CPU has it, chosen at run time).
@@ -24,14 +28,19 @@
 //!   of the sites in M), R (classes at y of the sites in M) and H' (all classes at y):
 //!   f(y) − f(x) = ½w·ΔE₂ + b·ΔM with the integer statistics E₂ = Σ_i u_i Σ_{j~i} u_j and
 //!   M = Σ_i u_i; log q(x|y) − log q(y|x) = Σ_k (R_k − F_k) ℓ_k − Σ_k (H'_k − H_k) softplus(ℓ_k).
-//!   No log-density or gradient is evaluated; one pass over y recomputes its classes (the
-//!   "incremental gradient": the gradient at y is its class array).
+//!   No log-density or gradient is evaluated, and there is no pass over all sites: only the
+//!   flipped sites and their neighbours can change class, so F, R and H' − H come from
+//!   visiting those once each at y (`flip_set_stats`); an accepted move rewrites their
+//!   cached classes, the histogram and the flipped sites' positions (the "incremental
+//!   gradient").
 //!
-//! `positions()` is kept up to date in the usual `n × d` u32 layout at every step (written
-//! from the row kernel); `log_densities()` is computed on demand for DULA and maintained
-//! for DMALA. `StepInfo` is the generic path's: a proposal that moves counts one density
-//! and one gradient evaluation; a proposal that stays is not evaluated and (DMALA) draws no
-//! MH uniform.
+//! A chain's padded grid is authoritative; a step writes the new grid into a spare buffer and
+//! swaps. DMALA keeps `positions()` (`n × d` u32) up to date in place; DULA converts on
+//! demand (at most once per step, buffer reused), since callers read positions less often
+//! than they step. `log_densities()` is computed on demand for DULA and maintained for
+//! DMALA. `StepInfo` is the generic path's: a proposal that moves counts one density and one
+//! gradient evaluation; a proposal that stays is not evaluated and (DMALA) draws no MH
+//! uniform.
 
 use super::Threshold;
 use crate::proposal::mh_accept;
@@ -111,9 +120,6 @@ pub struct IsingDlpChains {
     b: f64,
     cl: Classes,
     hi10: [u16; TORUS_CLASSES],
-    /// Top and second bytes of the torus thresholds (the stage-1 16-bit value, split).
-    thi: [u8; TORUS_CLASSES],
-    tlo: [u8; TORUS_CLASSES],
     /// Torus: 1 at interior positions of the flattened padded range, 0 at ghost columns.
     interior: Vec<u8>,
     avx2: bool,
@@ -128,7 +134,15 @@ pub struct IsingDlpChains {
     /// DMALA: class of every site at the current state, n × d; histogram, n × classes.
     cls: Vec<u8>,
     hist: Vec<u32>,
+    /// DMALA: class at x of each flipped site, 255 elsewhere, by grid index (length gl; the
+    /// torus ghosts stay 255).
     tag: Vec<u8>,
+    /// DMALA, large flip sets: the classes at the proposal (by site).
+    cls_next: Vec<u8>,
+    /// Grid index → user site index, and grid index → the interior grid index it mirrors
+    /// (identity off the ghosts; both identity on the CSR path).
+    site_of: Vec<u32>,
+    canon: Vec<u32>,
     scratch: FlipScratch,
     e2: Vec<i64>,
     mm: Vec<i64>,
@@ -202,14 +216,11 @@ impl IsingDlpChains {
             cl.m[k] = u;
         }
         let mut hi10 = [0u16; TORUS_CLASSES];
-        let (mut thi, mut tlo) = ([0u8; TORUS_CLASSES], [0u8; TORUS_CLASSES]);
         let (mut t8, mut lo56) = ([0u8; TORUS_CLASSES], [0u64; TORUS_CLASSES]);
         let mut interior = Vec::new();
         if let Geometry::Torus { rows, cols } = geo {
             for (k, t) in cl.thr.iter().enumerate() {
                 hi10[k] = t.hi;
-                thi[k] = (t.hi >> 8) as u8;
-                tlo[k] = t.hi as u8;
                 t8[k] = (t.bits() >> 56) as u8;
                 lo56[k] = t.bits() & LOW56;
             }
@@ -217,6 +228,7 @@ impl IsingDlpChains {
             interior = (0..rows * w - 2).map(|q| u8::from((q + 1) % w != 0 && (q + 1) % w != w - 1)).collect();
         }
         let gl = geo.grid_len(d);
+        let (site_of, canon) = grid_maps(&geo, d);
         let rlen = match geo {
             Geometry::Torus { rows, cols } => 2 * (rows * (cols + 2) - 2),
             Geometry::Csr { .. } => 2 * d,
@@ -229,8 +241,6 @@ impl IsingDlpChains {
             w,
             b,
             hi10,
-            thi,
-            tlo,
             interior,
             t8,
             lo56,
@@ -239,8 +249,11 @@ impl IsingDlpChains {
             next: vec![0; gl],
             cls: if mh { vec![0; n * d] } else { Vec::new() },
             hist: if mh { vec![0; n * nc] } else { Vec::new() },
-            tag: vec![0; d],
-            scratch: FlipScratch::new(d, nc),
+            tag: vec![u8::MAX; gl],
+            cls_next: vec![0; d],
+            site_of,
+            canon,
+            scratch: FlipScratch::new(gl, nc),
             e2: vec![0; n],
             mm: vec![0; n],
             f: vec![0.0; n],
@@ -289,14 +302,26 @@ impl IsingDlpChains {
         let (mut gx, mut gy) = (vec![0; self.gl], vec![0; self.gl]);
         scatter(&self.geo, x, &mut gx);
         scatter(&self.geo, y, &mut gy);
-        let (mut cx, mut cy) = (vec![0; self.d], vec![0; self.d]);
+        let mut cx = vec![0; self.d];
         classes_of(&self.geo, &gx, &mut cx);
-        classes_of(&self.geo, &gy, &mut cy);
         // The step's own path: the flipped sites' tags, then the flip-set statistics.
-        let tag: Vec<u8> = (0..self.d).map(|i| if x[i] != y[i] { cx[i] } else { u8::MAX }).collect();
-        let mut sc = FlipScratch::new(self.d, nc);
+        let mut tag = vec![u8::MAX; self.gl];
+        for q in 0..self.gl {
+            let s = self.site_of[q] as usize;
+            if self.canon[q] as usize == q && x[s] != y[s] {
+                tag[q] = cx[s];
+            }
+        }
+        let mut sc = FlipScratch::new(self.gl, nc);
         collect_flipped(&tag, &mut sc.flipped);
-        flip_set_stats(&self.geo, &gy, &cx, &mut sc);
+        let mut h = vec![0; nc];
+        count_into(&cx, &mut h);
+        let mut full = FlipScratch::new(self.gl, nc);
+        full.flipped = sc.flipped.clone();
+        full_set_stats(&self.geo, &self.site_of, &gy, &cx, &h, &mut vec![0; self.d], &mut full);
+        flip_set_stats(&self.geo, &self.site_of, &self.canon, &gy, &cx, &mut sc);
+        // The step takes either form by flip-set size; both must give the same statistics.
+        assert!((&sc.dh, &sc.fw, &sc.rv) == (&full.dh, &full.fw, &full.rv), "flip-set and full-pass statistics differ");
         self.ratio(&sc).0
     }
 
@@ -322,43 +347,22 @@ impl IsingDlpChains {
 
     /// DULA: one step of chain j. Returns the number of flips.
     fn dula_chain(&mut self, j: usize, rng: &mut ChainRng) -> u32 {
-        let (d, gl) = (self.d, self.gl);
-        rng.fill_bytes(&mut self.rbuf);
-        let x = &self.grid[j * gl..(j + 1) * gl];
-        let pos = &mut self.pos[j * d..(j + 1) * d];
+        let d = self.d;
+        let x = &self.grid[j];
         let flips = match &self.geo {
             Geometry::Torus { rows, cols } => {
                 let (r, c) = (*rows, *cols);
                 let w = c + 2;
                 let len = r * w - 2;
-                let (rh, rl) = self.rbuf.split_at(len);
-                let mut flips = 0;
-                for b0 in (0..len).step_by(BLOCK) {
-                    let bl = BLOCK.min(len - b0);
-                    let (k, tie) = torus_dula_block(
-                        self.avx2,
-                        x,
-                        &mut self.next,
-                        rh,
-                        rl,
-                        &self.interior,
-                        &self.thi,
-                        &self.tlo,
-                        b0,
-                        bl,
-                        w,
-                    );
-                    flips += k;
-                    if tie {
-                        flips +=
-                            resolve_ties_block(x, &mut self.next, rh, rl, &self.interior, &self.cl.thr, b0, bl, w, rng);
-                    }
-                }
+                let r8 = &mut self.rbuf[..len];
+                rng.fill_bytes(r8);
+                let flips =
+                    torus_dula(self.avx2, x, &mut self.next, r8, &self.interior, &self.t8, &self.lo56, len, w, rng);
                 refresh_ghosts(&mut self.next, r, c);
-                gather(&self.geo, &self.next, pos);
                 flips
             }
             Geometry::Csr { offsets, nbrs, deg, dmax } => {
+                rng.fill_bytes(&mut self.rbuf[..2 * d]);
                 let s = dmax + 1;
                 let mut flips = 0;
                 for i in 0..d {
@@ -368,21 +372,21 @@ impl IsingDlpChains {
                     let r16 = u16::from_le_bytes([self.rbuf[2 * i], self.rbuf[2 * i + 1]]);
                     let flip = decide(r16, &self.cl.thr[k], rng);
                     self.next[i] = x[i] ^ flip as u8;
-                    pos[i] = self.next[i] as u32;
                     flips += flip as u32;
                 }
                 flips
             }
         };
-        self.grid[j * gl..(j + 1) * gl].copy_from_slice(&self.next);
+        // `next` is now the whole new grid (ghosts included): swap instead of copying.
+        std::mem::swap(&mut self.grid[j], &mut self.next);
         flips
     }
 
     /// DMALA: one step of chain j.
     fn dmala_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
-        let (d, gl, nc) = (self.d, self.gl, self.geo.n_classes());
+        let (d, nc) = (self.d, self.geo.n_classes());
         rng.fill_bytes(&mut self.rbuf[..2 * d]);
-        let x = &self.grid[j * gl..(j + 1) * gl];
+        let x = &self.grid[j];
         let cls = &self.cls[j * d..(j + 1) * d];
         // Pass 1, at x: flip decisions from the cached classes.
         let mut k = 0u32;
@@ -434,27 +438,36 @@ impl IsingDlpChains {
         if k == 0 {
             return StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() };
         }
-        // Pass 2, at y: classes, their histogram, and the flipped sites' classes.
-        classes_of(&self.geo, &self.next, &mut self.cls_next);
-        for i in 0..d {
-            self.tag_next[i] = if self.tag[i] != u8::MAX { self.cls_next[i] } else { u8::MAX };
+        // Pass 2, only over the flipped sites and their neighbours.
+        collect_flipped(&self.tag, &mut self.scratch.flipped);
+        let hist = &self.hist[j * nc..(j + 1) * nc];
+        let full = k as usize * FULL_PASS_RATIO > d;
+        if full {
+            full_set_stats(&self.geo, &self.site_of, &self.next, cls, hist, &mut self.cls_next, &mut self.scratch);
+        } else {
+            flip_set_stats(&self.geo, &self.site_of, &self.canon, &self.next, cls, &mut self.scratch);
         }
-        let mut h2 = vec![0u32; nc];
-        let mut fw = vec![0u32; nc];
-        let mut rv = vec![0u32; nc];
-        count_into(&self.cls_next, &mut h2);
-        count_into(&self.tag, &mut fw);
-        count_into(&self.tag_next, &mut rv);
-        let (a, de2, dm) = self.ratio(&self.hist[j * nc..(j + 1) * nc], &h2, &fw, &rv);
+        let (a, de2, dm) = self.ratio(&self.scratch);
         let (accepted, accept_prob) = mh_accept(a, rng);
         if accepted {
-            self.grid[j * gl..(j + 1) * gl].copy_from_slice(&self.next);
-            self.cls[j * d..(j + 1) * d].copy_from_slice(&self.cls_next);
-            self.hist[j * nc..(j + 1) * nc].copy_from_slice(&h2);
+            std::mem::swap(&mut self.grid[j], &mut self.next);
+            let cls = &mut self.cls[j * d..(j + 1) * d];
+            if full {
+                cls.copy_from_slice(&self.cls_next);
+            }
+            for &(s, cy) in &self.scratch.changed {
+                cls[s as usize] = cy;
+            }
+            for (h, &dh) in self.hist[j * nc..(j + 1) * nc].iter_mut().zip(&self.scratch.dh) {
+                *h = (*h as i64 + dh) as u32;
+            }
             self.e2[j] += de2;
             self.mm[j] += dm;
             self.f[j] = self.f_of(self.e2[j], self.mm[j]);
-            gather(&self.geo, &self.next, &mut self.pos[j * d..(j + 1) * d]);
+            let pos = &mut self.pos[j * d..(j + 1) * d];
+            for &q in &self.scratch.flipped {
+                pos[self.site_of[q as usize] as usize] ^= 1;
+            }
         }
         StepInfo {
             accepted,
@@ -465,6 +478,27 @@ impl IsingDlpChains {
             grad_evals: 1,
         }
     }
+
+    /// Test hook: whether the DMALA caches (classes, histogram, f, positions) of every chain
+    /// equal a recomputation from its grid.
+    #[cfg(test)]
+    pub(crate) fn caches_consistent(&self) -> bool {
+        let (d, nc) = (self.d, self.geo.n_classes());
+        let mut c = vec![0u8; d];
+        let mut x = vec![0u32; d];
+        (0..self.n).all(|j| {
+            classes_of(&self.geo, &self.grid[j], &mut c);
+            let mut h = vec![0u32; nc];
+            count_into(&c, &mut h);
+            let (e2, m) = stats(&self.cl, &h);
+            gather(&self.geo, &self.grid[j], &mut x);
+            c == self.cls[j * d..(j + 1) * d]
+                && h == self.hist[j * nc..(j + 1) * nc]
+                && (e2, m) == (self.e2[j], self.mm[j])
+                && self.f[j] == self.f_of(e2, m)
+                && x == self.pos[j * d..(j + 1) * d]
+        })
+    }
 }
 
 impl Chains for IsingDlpChains {
@@ -473,7 +507,18 @@ impl Chains for IsingDlpChains {
     }
 
     fn positions(&self) -> &[u32] {
-        &self.pos
+        if self.mh {
+            return &self.pos;
+        }
+        // DULA keeps the grids authoritative and converts on demand (once per step at most).
+        self.pos_lazy.get_or_init(|| {
+            let mut pos = self.pos_spare.take();
+            pos.resize(self.n * self.d, 0);
+            for (j, p) in pos.chunks_mut(self.d).enumerate() {
+                gather(&self.geo, &self.grid[j], p);
+            }
+            pos
+        })
     }
 
     fn log_densities(&self) -> Option<&[f64]> {
@@ -486,7 +531,7 @@ impl Chains for IsingDlpChains {
             let mut cls = vec![0u8; self.d];
             (0..self.n)
                 .map(|j| {
-                    classes_of(&self.geo, &self.grid[j * self.gl..(j + 1) * self.gl], &mut cls);
+                    classes_of(&self.geo, &self.grid[j], &mut cls);
                     let mut h = vec![0u32; nc];
                     count_into(&cls, &mut h);
                     let (e2, m) = stats(&self.cl, &h);
@@ -498,6 +543,9 @@ impl Chains for IsingDlpChains {
 
     fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
         self.f_lazy.take();
+        if let Some(pos) = self.pos_lazy.take() {
+            self.pos_spare.set(pos);
+        }
         for j in 0..self.n {
             info[j] = if self.mh {
                 self.dmala_chain(j, &mut rngs[j])
@@ -674,103 +722,80 @@ fn sel10(k: u8, t: &[u16; TORUS_CLASSES]) -> u16 {
     v
 }
 
-/// Positions per DULA block: short enough that a tie (probability 2⁻¹⁶ per site) costs a
-/// scalar rescan of few sites, long enough to amortise the call.
-const BLOCK: usize = 256;
+/// Mask of the low 56 bits of a threshold (the second stage of the torus DULA test).
+const LOW56: u64 = (1 << 56) - 1;
 
-/// DULA on positions `b0..b0 + bl` of the flattened padded range (position q is grid index
-/// q + w + 1): stage-1 decisions with the 16-bit uniform (rh[q] << 8 | rl[q]) against the
-/// class threshold, ghost columns masked out, ties left unflipped and reported. New bits go
-/// to `next`. Returns (flips, any tie). All lanes are bytes, so AVX2 handles 32 sites per
-/// instruction.
-#[inline(always)]
+/// Torus DULA over positions `q0..q0 + ql` of the flattened padded range (position q is grid
+/// index q + w + 1), portable form: flip iff the byte r8[q] is below the class's top
+/// threshold byte, or equal to it and 56 more bits (`next_u64() >> 8`) are below the low 56
+/// bits; so the flip probability is exactly T/2⁶⁴. Ghost columns (interior 0) never flip and
+/// draw nothing. New bits go to `next`; returns the number of flips. Scalar (the tie branch
+/// is inline): the AVX2 form below is the fast one, this is its tail and the fallback.
 #[allow(clippy::too_many_arguments)]
-fn dula_block_body(
+fn dula_span_body(
     x: &[u8],
     next: &mut [u8],
-    rh: &[u8],
-    rl: &[u8],
+    r8: &[u8],
     interior: &[u8],
-    thi: &[u8; TORUS_CLASSES],
-    tlo: &[u8; TORUS_CLASSES],
-    b0: usize,
-    bl: usize,
+    t8: &[u8; TORUS_CLASSES],
+    lo56: &[u64; TORUS_CLASSES],
+    q0: usize,
+    ql: usize,
     w: usize,
-) -> (u32, bool) {
-    let g0 = b0 + w + 1;
-    let up = &x[g0 - w..][..bl];
-    let mid = &x[g0..][..bl];
-    let left = &x[g0 - 1..][..bl];
-    let right = &x[g0 + 1..][..bl];
-    let down = &x[g0 + w..][..bl];
-    let rh = &rh[b0..][..bl];
-    let rl = &rl[b0..][..bl];
-    let mask = &interior[b0..][..bl];
-    let out = &mut next[g0..][..bl];
-    let mut flips = 0u32;
-    let mut tie = 0u8;
-    for i in 0..bl {
-        let k = mid[i] * 5 + up[i] + down[i] + left[i] + right[i];
-        let (mut th, mut tl) = (thi[0], tlo[0]);
-        for j in 1..TORUS_CLASSES {
-            if k == j as u8 {
-                th = thi[j];
-                tl = tlo[j];
-            }
+    rng: &mut ChainRng,
+) -> u32 {
+    let mut flips = 0;
+    for q in q0..q0 + ql {
+        let g = q + w + 1;
+        let k = (x[g] * 5 + x[g - w] + x[g + w] + x[g - 1] + x[g + 1]) as usize;
+        let (a, th, m) = (r8[q], t8[k], interior[q]);
+        let mut f = (a < th) as u8 & m;
+        if a == th && m != 0 {
+            f = ((rng.next_u64() >> 8) < lo56[k]) as u8;
         }
-        let (a, b) = (rh[i], rl[i]);
-        let lt = (a < th) | ((a == th) & (b < tl));
-        let eq = (a == th) & (b == tl);
-        let f = lt as u8 & mask[i];
-        tie |= eq as u8 & mask[i];
-        out[i] = mid[i] ^ f;
+        next[g] = x[g] ^ f;
         flips += f as u32;
     }
-    (flips, tie != 0)
+    flips
 }
 
-/// The AVX2 form of [`dula_block_body`], written with intrinsics because the compiler's
-/// version of the 10-way class select spilled registers: classes index two `pshufb`
-/// tables (top and second byte of the 16-bit thresholds), 32 sites per iteration, the
-/// unsigned byte comparisons done as signed ones after flipping the sign bit. The tail
-/// (< 32 sites) goes through the portable body.
+/// The AVX2 form of [`dula_span_body`] over the whole range: classes index a `pshufb` table
+/// of top threshold bytes, 32 sites per iteration, the unsigned byte comparison done as a
+/// signed one after flipping the sign bit; tie lanes (probability 2⁻⁸ each) come out of
+/// `movemask` and are resolved right after the store, in site order, with 56 more bits.
+/// The tail (< 32 sites) goes through the portable body.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-fn dula_block_avx2(
+fn dula_avx2(
     x: &[u8],
     next: &mut [u8],
-    rh: &[u8],
-    rl: &[u8],
+    r8: &[u8],
     interior: &[u8],
-    thi: &[u8; TORUS_CLASSES],
-    tlo: &[u8; TORUS_CLASSES],
-    b0: usize,
-    bl: usize,
+    t8: &[u8; TORUS_CLASSES],
+    lo56: &[u64; TORUS_CLASSES],
+    len: usize,
     w: usize,
-) -> (u32, bool) {
+    rng: &mut ChainRng,
+) -> u32 {
     use std::arch::x86_64::*;
-    let g0 = b0 + w + 1;
-    // Every load below reads 32 bytes at offset i < bl − 31 of slices of length ≥ bl.
-    assert!(g0 + w + bl <= x.len() && g0 + bl <= next.len() && b0 + bl <= rh.len() && b0 + bl <= rl.len());
-    assert!(b0 + bl <= interior.len() && g0 > w);
-    let (mut th16, mut tl16) = ([0u8; 16], [0u8; 16]);
-    th16[..TORUS_CLASSES].copy_from_slice(thi);
-    tl16[..TORUS_CLASSES].copy_from_slice(tlo);
-    let vec_len = bl - bl % 32;
+    let g0 = w + 1;
+    // Every load reads 32 bytes at offset i < len − 31 of the ranges checked here.
+    assert!(g0 + len + w <= x.len() && g0 + len <= next.len() && len <= r8.len() && len <= interior.len());
+    let mut t16 = [0u8; 16];
+    t16[..TORUS_CLASSES].copy_from_slice(t8);
+    let vec_len = len - len % 32;
     let mut flips = 0u32;
-    let mut tie_any = false;
-    // SAFETY: AVX2 is enabled on this function; all pointer reads/writes are in bounds by
-    // the asserts above (i + 32 ≤ vec_len ≤ bl).
+    // SAFETY: AVX2 is enabled on this function; every pointer access is in bounds by the
+    // assert above (i + 32 ≤ vec_len ≤ len; tie lanes are < i + 32).
     unsafe {
         let load = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
-        let th_t = _mm256_broadcastsi128_si256(_mm_loadu_si128(th16.as_ptr() as *const __m128i));
-        let tl_t = _mm256_broadcastsi128_si256(_mm_loadu_si128(tl16.as_ptr() as *const __m128i));
+        let t_t = _mm256_broadcastsi128_si256(_mm_loadu_si128(t16.as_ptr() as *const __m128i));
         let sign = _mm256_set1_epi8(i8::MIN);
         let zero = _mm256_setzero_si256();
         let mut acc = _mm256_setzero_si256();
-        let mut ties = _mm256_setzero_si256();
         let xp = x.as_ptr();
+        let np = next.as_mut_ptr();
         let mut i = 0;
         while i < vec_len {
             let g = g0 + i;
@@ -781,90 +806,217 @@ fn dula_block_avx2(
             );
             let m2 = _mm256_add_epi8(mid, mid);
             let k = _mm256_add_epi8(_mm256_add_epi8(_mm256_add_epi8(m2, m2), mid), nb);
-            let th = _mm256_shuffle_epi8(th_t, k);
-            let tl = _mm256_shuffle_epi8(tl_t, k);
-            let a = load(rh.as_ptr().add(b0 + i));
-            let b = load(rl.as_ptr().add(b0 + i));
-            let lt_hi = _mm256_cmpgt_epi8(_mm256_xor_si256(th, sign), _mm256_xor_si256(a, sign));
-            let eq_hi = _mm256_cmpeq_epi8(th, a);
-            let lt_lo = _mm256_cmpgt_epi8(_mm256_xor_si256(tl, sign), _mm256_xor_si256(b, sign));
-            let eq_lo = _mm256_cmpeq_epi8(tl, b);
-            let mask = load(interior.as_ptr().add(b0 + i));
-            let flip = _mm256_and_si256(_mm256_or_si256(lt_hi, _mm256_and_si256(eq_hi, lt_lo)), mask);
-            ties = _mm256_or_si256(ties, _mm256_and_si256(_mm256_and_si256(eq_hi, eq_lo), mask));
-            _mm256_storeu_si256(next.as_mut_ptr().add(g) as *mut __m256i, _mm256_xor_si256(mid, flip));
+            let th = _mm256_shuffle_epi8(t_t, k);
+            let a = load(r8.as_ptr().add(i));
+            let mask = load(interior.as_ptr().add(i));
+            let lt = _mm256_cmpgt_epi8(_mm256_xor_si256(th, sign), _mm256_xor_si256(a, sign));
+            let eq = _mm256_and_si256(_mm256_cmpeq_epi8(th, a), _mm256_sub_epi8(zero, mask));
+            let flip = _mm256_and_si256(lt, mask);
+            _mm256_storeu_si256(np.add(g) as *mut __m256i, _mm256_xor_si256(mid, flip));
             acc = _mm256_add_epi64(acc, _mm256_sad_epu8(flip, zero));
+            let mut ties = _mm256_movemask_epi8(eq) as u32;
+            while ties != 0 {
+                let q = i + ties.trailing_zeros() as usize;
+                ties &= ties - 1;
+                let gq = q + g0;
+                let kq =
+                    (*xp.add(gq) * 5 + *xp.add(gq - w) + *xp.add(gq + w) + *xp.add(gq - 1) + *xp.add(gq + 1)) as usize;
+                if (rng.next_u64() >> 8) < lo56[kq] {
+                    *np.add(gq) ^= 1;
+                    flips += 1;
+                }
+            }
             i += 32;
         }
         let mut lanes = [0u64; 4];
         _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, acc);
         flips += lanes.iter().sum::<u64>() as u32;
-        tie_any |= _mm256_testz_si256(ties, ties) == 0;
     }
-    if vec_len < bl {
-        let (f, t) = dula_block_body(x, next, rh, rl, interior, thi, tlo, b0 + vec_len, bl - vec_len, w);
-        flips += f;
-        tie_any |= t;
+    if vec_len < len {
+        flips += dula_span_body(x, next, r8, interior, t8, lo56, vec_len, len - vec_len, w, rng);
     }
-    (flips, tie_any)
+    flips
 }
 
+/// One torus DULA step of a chain: grid `x` → `next` (ghosts not refreshed), from `len`
+/// random bytes `r8` and, on ties, 8-byte draws from `rng` in site order.
 #[allow(clippy::too_many_arguments)]
-fn torus_dula_block(
+fn torus_dula(
     avx2: bool,
     x: &[u8],
     next: &mut [u8],
-    rh: &[u8],
-    rl: &[u8],
+    r8: &[u8],
     interior: &[u8],
-    thi: &[u8; TORUS_CLASSES],
-    tlo: &[u8; TORUS_CLASSES],
-    b0: usize,
-    bl: usize,
-    w: usize,
-) -> (u32, bool) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
-        return unsafe { dula_block_avx2(x, next, rh, rl, interior, thi, tlo, b0, bl, w) };
-    }
-    let _ = avx2;
-    dula_block_body(x, next, rh, rl, interior, thi, tlo, b0, bl, w)
-}
-
-/// Resolves the stage-1 ties of one DULA block (in site order) with 48 more bits each;
-/// returns the number of extra flips.
-#[allow(clippy::too_many_arguments)]
-fn resolve_ties_block(
-    x: &[u8],
-    next: &mut [u8],
-    rh: &[u8],
-    rl: &[u8],
-    interior: &[u8],
-    thr: &[Threshold],
-    b0: usize,
-    bl: usize,
+    t8: &[u8; TORUS_CLASSES],
+    lo56: &[u64; TORUS_CLASSES],
+    len: usize,
     w: usize,
     rng: &mut ChainRng,
 ) -> u32 {
-    let mut extra = 0;
-    for q in b0..b0 + bl {
-        if interior[q] == 0 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
+        return unsafe { dula_avx2(x, next, r8, interior, t8, lo56, len, w, rng) };
+    }
+    let _ = avx2;
+    dula_span_body(x, next, r8, interior, t8, lo56, 0, len, w, rng)
+}
+
+impl FlipScratch {
+    fn new(d: usize, nc: usize) -> Self {
+        FlipScratch { seen: vec![0; d], dh: vec![0; nc], fw: vec![0; nc], rv: vec![0; nc], ..Default::default() }
+    }
+}
+
+/// The grid indices whose tag is not 255 (the flipped sites), in order, into `out`. Skips 8
+/// untagged sites per comparison; inside a chunk the compaction is branchless (flip sets of
+/// 10–20% of the sites make a per-site branch mispredict often).
+fn collect_flipped(tag: &[u8], out: &mut Vec<u32>) {
+    out.clear();
+    out.resize(tag.len() + 8, 0);
+    let mut n = 0;
+    let mut chunks = tag.chunks_exact(8);
+    for (ci, ch) in chunks.by_ref().enumerate() {
+        if u64::from_ne_bytes(ch.try_into().expect("8 bytes")) == u64::MAX {
             continue;
         }
-        let g = q + w + 1;
-        let k = (x[g] * 5 + x[g - w] + x[g + w] + x[g - 1] + x[g + 1]) as usize;
-        let r16 = (rh[q] as u16) << 8 | rl[q] as u16;
-        if r16 == thr[k].hi && (rng.next_u64() >> 16) < thr[k].lo {
-            next[g] = x[g] ^ 1;
-            extra += 1;
+        let dst = &mut out[n..n + 8];
+        let mut m = 0;
+        for (o, &t) in ch.iter().enumerate() {
+            dst[m & 7] = (ci * 8 + o) as u32;
+            m += (t != u8::MAX) as usize;
+        }
+        n += m;
+    }
+    let base = tag.len() - chunks.remainder().len();
+    for (o, &t) in chunks.remainder().iter().enumerate() {
+        out[n] = (base + o) as u32;
+        n += (t != u8::MAX) as usize;
+    }
+    out.truncate(n);
+}
+
+/// (grid index → site, grid index → mirrored interior grid index) of a geometry.
+fn grid_maps(geo: &Geometry, d: usize) -> (Vec<u32>, Vec<u32>) {
+    match geo {
+        Geometry::Torus { rows, cols } => {
+            let (r, c, w) = (*rows, *cols, cols + 2);
+            let canon: Vec<u32> = (0..(r + 2) * w)
+                .map(|q| {
+                    let (gr, gc) = ((q / w + r - 1) % r, (q % w + c - 1) % c);
+                    ((gr + 1) * w + gc + 1) as u32
+                })
+                .collect();
+            let site_of = canon.iter().map(|&q| ((q as usize / w - 1) * c + q as usize % w - 1) as u32).collect();
+            (site_of, canon)
+        }
+        Geometry::Csr { .. } => ((0..d as u32).collect(), (0..d as u32).collect()),
+    }
+}
+
+/// The class of the site at grid index `q` of the grid `g`; torus grids need fresh ghosts.
+#[inline]
+fn class_at(geo: &Geometry, g: &[u8], q: usize) -> u8 {
+    match geo {
+        Geometry::Torus { cols, .. } => {
+            let w = cols + 2;
+            g[q] * 5 + g[q - w] + g[q + w] + g[q - 1] + g[q + 1]
+        }
+        Geometry::Csr { offsets, nbrs, deg, dmax } => {
+            let sz = dmax + 1;
+            let up: usize =
+                nbrs[offsets[q] as usize..offsets[q + 1] as usize].iter().map(|&t| g[t as usize] as usize).sum();
+            (g[q] as usize * sz * sz + deg[q] as usize * sz + up) as u8
         }
     }
-    extra
+}
+
+/// Flip sets larger than d / this take [`full_set_stats`]: visiting a flipped site and its
+/// neighbours costs about as much as this many sites of the vectorised full pass (measured
+/// on the bench lattices; DMALA proposals at small α flip 10–20% of the sites).
+const FULL_PASS_RATIO: usize = 16;
+
+/// The same statistics as [`flip_set_stats`] from one vectorised pass over all sites at y:
+/// classes at y into `cls_y` (by site), H' − H from their histogram and `hist` (at x), F and
+/// R from the flipped sites; `sc.changed` is left empty (the caller copies `cls_y`).
+fn full_set_stats(
+    geo: &Geometry,
+    site_of: &[u32],
+    y: &[u8],
+    cls_x: &[u8],
+    hist: &[u32],
+    cls_y: &mut [u8],
+    sc: &mut FlipScratch,
+) {
+    classes_of(geo, y, cls_y);
+    let mut h2 = vec![0u32; hist.len()];
+    count_into(cls_y, &mut h2);
+    for ((dh, &a), &b) in sc.dh.iter_mut().zip(&h2).zip(hist) {
+        *dh = a as i64 - b as i64;
+    }
+    sc.fw.fill(0);
+    sc.rv.fill(0);
+    sc.changed.clear();
+    for &q in &sc.flipped {
+        let s = site_of[q as usize] as usize;
+        sc.fw[cls_x[s] as usize] += 1;
+        sc.rv[cls_y[s] as usize] += 1;
+    }
+}
+
+/// H' − H, F and R of a proposal from its flipped sites (`sc.flipped`, grid indices), the
+/// proposal's grid `y` and the classes at x (by site): only the flipped sites and their
+/// neighbours can change class, so each of them is visited once (epoch stamps) and its class
+/// at y computed. Also records the sites whose class changed (`sc.changed`), to update the
+/// cache on acceptance. The torus works in grid indices throughout (neighbours q ± 1, q ± w
+/// mapped off the ghosts by `canon`), so no division per site.
+fn flip_set_stats(geo: &Geometry, site_of: &[u32], canon: &[u32], y: &[u8], cls_x: &[u8], sc: &mut FlipScratch) {
+    sc.dh.fill(0);
+    sc.fw.fill(0);
+    sc.rv.fill(0);
+    sc.changed.clear();
+    sc.epoch = sc.epoch.wrapping_add(1);
+    if sc.epoch == 0 {
+        sc.seen.fill(0);
+        sc.epoch = 1;
+    }
+    let FlipScratch { flipped, seen, epoch, changed, dh, fw, rv } = sc;
+    let mut visit = |q: usize| {
+        if seen[q] == *epoch {
+            return;
+        }
+        seen[q] = *epoch;
+        let s = site_of[q] as usize;
+        let (cx, cy) = (cls_x[s], class_at(geo, y, q));
+        if cx != cy {
+            dh[cx as usize] -= 1;
+            dh[cy as usize] += 1;
+            changed.push((s as u32, cy));
+        }
+    };
+    for &q in flipped.iter() {
+        let q = q as usize;
+        fw[cls_x[site_of[q] as usize] as usize] += 1;
+        rv[class_at(geo, y, q) as usize] += 1;
+        visit(q);
+        match geo {
+            Geometry::Torus { cols, .. } => {
+                let w = cols + 2;
+                for t in [q - w, q - 1, q + 1, q + w] {
+                    visit(canon[t] as usize);
+                }
+            }
+            Geometry::Csr { offsets, nbrs, .. } => {
+                for &t in &nbrs[offsets[q] as usize..offsets[q + 1] as usize] {
+                    visit(t as usize);
+                }
+            }
+        }
+    }
 }
 
 /// DMALA pass 1 on one torus row: stage-1 decisions from the cached classes; the flipped
-/// sites' classes go to `tag` (255 elsewhere). Returns (flips, any tie).
+/// sites' classes go to `tag` at their grid index (255 elsewhere). Returns (flips, any tie).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn propose_row_body(
@@ -880,7 +1032,7 @@ fn propose_row_body(
     let w = c + 2;
     let mid = &x[(row + 1) * w + 1..][..c];
     let cls = &cls[row * c..][..c];
-    let tag = &mut tag[row * c..][..c];
+    let tag = &mut tag[(row + 1) * w + 1..][..c];
     let rnd = &rbuf[2 * row * c..][..2 * c];
     let out = &mut next[(row + 1) * w + 1..][..c];
     let mut flips = 0u32;
@@ -956,7 +1108,7 @@ fn resolve_ties_tagged(
         let r16 = u16::from_le_bytes([rbuf[2 * s], rbuf[2 * s + 1]]);
         if r16 == thr[k].hi && (rng.next_u64() >> 16) < thr[k].lo {
             next[(row + 1) * w + i + 1] = x[(row + 1) * w + i + 1] ^ 1;
-            tag[s] = k as u8;
+            tag[(row + 1) * w + i + 1] = k as u8;
             delta += 1;
         }
     }

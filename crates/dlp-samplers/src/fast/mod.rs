@@ -14,11 +14,12 @@
 //! | DULA / DMALA on a uniform lattice Ising model | `IsingModel` with lattice couplings, uniform field, no preconditioner | [`ising`] |
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | `Rbm`, no preconditioner | [`rbm`] |
 //!
-//! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a 16-bit
-//! draw is compared with the top 16 bits of T = ⌊p·2⁶⁴⌋ and only on a tie (probability
-//! 2⁻¹⁶) are 48 more bits drawn — so a decision costs 2 random bytes on average and the
-//! realised flip probability is exactly T/2⁶⁴ (within 2⁻⁶⁴ of p; the generic path's f64
-//! uniform realises p within 2⁻⁵³).
+//! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
+//! draw (16 bits; 8 bits in the torus DULA kernel) is compared with the top bits of
+//! T = ⌊p·2⁶⁴⌋ and only on a tie (probability 2⁻¹⁶, resp. 2⁻⁸) are the remaining 48 (56)
+//! bits drawn — so a decision costs 1–2 random bytes on average and the realised flip
+//! probability is exactly T/2⁶⁴ (within 2⁻⁶⁴ of p; the generic path's f64 uniform realises p
+//! within 2⁻⁵³).
 //!
 //! [`Generic`] hides the concrete model so that the generic path can be forced (benchmarks
 //! and the tests that compare the two paths).
@@ -53,9 +54,14 @@ impl Threshold {
         Threshold { hi: (t >> 48) as u16, lo: t & ((1u64 << 48) - 1) }
     }
 
+    /// T itself.
+    pub fn bits(&self) -> u64 {
+        (self.hi as u64) << 48 | self.lo
+    }
+
     /// The probability the two-stage test realises, T/2⁶⁴ (as f64).
     pub fn probability(&self) -> f64 {
-        ((self.hi as u64) << 48 | self.lo) as f64 / 18_446_744_073_709_551_616.0
+        self.bits() as f64 / 18_446_744_073_709_551_616.0
     }
 }
 

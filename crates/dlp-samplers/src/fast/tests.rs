@@ -277,3 +277,110 @@ fn chains_started_apart_equal_chains_started_together() {
         }
     }
 }
+
+/// Lattices large enough for the AVX2 torus kernels (flattened range ≥ 32 sites plus a
+/// tail): 8×8 (78 positions: two vectors and a 14-site tail) and a non-square 7×13.
+fn wide_tori() -> Vec<(&'static str, IsingModel)> {
+    vec![
+        ("8x8", IsingModel::paper_lattice(8, 0.3, 0.1)),
+        ("7x13", IsingModel::lattice(&[7, 13], true, -0.25, vec![0.15; 91], DomainKind::Spin).unwrap()),
+    ]
+}
+
+#[test]
+fn torus_dula_flip_frequencies_match_the_exact_probabilities_per_class() {
+    // One DULA step from a fixed mixed state, n chains: per distinct flip probability p (a
+    // class), the pooled number of flips is Binomial(N, p) with N = n × sites of the class.
+    // The 8-bit first stage ties with probability 2⁻⁸ per site, so a mishandled tie moves a
+    // class's frequency by up to 2⁻⁸ ≈ 3.9e-3, i.e. ≥ 20σ here. Bound: 5.5σ + 1/N per class
+    // (normal tail 3.8e-8; ≤ 20 classes over both lattices → false-failure < 1e-6).
+    let n = 20_000;
+    for alpha in [0.3, 2.0] {
+        let proposal = DlpProposal::new(alpha, None).unwrap();
+        for (name, m) in wide_tori() {
+            let d = m.d();
+            let x: Vec<u32> = (0..d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
+            let x0: Vec<u32> = x.iter().copied().cycle().take(n * d).collect();
+            let mut chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), false, &x0).unwrap();
+            let p = chains.flip_probabilities(&x);
+            let mut rngs = chain_rngs(77, 0, n);
+            let mut info = vec![StepInfo::default(); n];
+            dlp_core::Chains::step(&mut chains, &mut rngs, &mut info);
+            let pos = dlp_core::Chains::positions(&chains);
+            let mut pooled: BTreeMap<u64, (f64, u64, u64)> = BTreeMap::new();
+            for (i, &pi) in p.iter().enumerate() {
+                let e = pooled.entry(pi.to_bits()).or_insert((pi, 0, 0));
+                e.1 += n as u64;
+                e.2 += (0..n).filter(|&j| pos[j * d + i] != x[i]).count() as u64;
+            }
+            assert!(pooled.len() >= 4, "{name}: the start state should cover several classes");
+            for (pi, trials, flips) in pooled.values() {
+                let nn = *trials as f64;
+                let sd = (pi * (1.0 - pi) / nn).sqrt();
+                let freq = *flips as f64 / nn;
+                assert!((freq - pi).abs() <= 5.5 * sd + 1.0 / nn, "{name} α={alpha}: p {pi} vs freq {freq}");
+            }
+            let total: u64 = info.iter().map(|s| s.n_changed as u64).sum();
+            assert_eq!(total, pooled.values().map(|v| v.2).sum::<u64>(), "{name}: StepInfo flip counts");
+        }
+    }
+}
+
+#[test]
+fn lazy_dula_positions_equal_eagerly_read_positions() {
+    // The same seeds with positions() read after every step and only every 13th step: the
+    // grids are authoritative, so both runs must agree bit for bit, and the positions must
+    // carry the log-density the chains report.
+    for (name, m) in wide_tori().into_iter().chain([("3x3", IsingModel::paper_lattice(3, 0.2, 0.1))]) {
+        let d = m.d();
+        let s = DlpSampler::dula(0.4).unwrap();
+        let x0: Vec<u32> = (0..5 * d).map(|i| ((i * 11 + 2) % 7 < 3) as u32).collect();
+        let (mut eager, mut lazy) = (s.start(&m, &x0).unwrap(), s.start(&m, &x0).unwrap());
+        let (mut ra, mut rb) = (chain_rngs(21, 0, 5), chain_rngs(21, 0, 5));
+        let mut info = vec![StepInfo::default(); 5];
+        for t in 0..200 {
+            eager.step(&mut ra, &mut info);
+            let seen = eager.positions().to_vec();
+            lazy.step(&mut rb, &mut info);
+            if t % 13 == 12 || t == 199 {
+                assert_eq!(lazy.positions(), &seen[..], "{name} step {t}");
+                assert_eq!(lazy.positions(), &seen[..], "{name} step {t}: second read");
+                let f = lazy.log_densities().unwrap();
+                for (j, y) in seen.chunks(d).enumerate() {
+                    let want = dlp_core::Target::log_density(&m, y);
+                    assert!((f[j] - want).abs() < 1e-9, "{name} step {t}: f {} vs {want}", f[j]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dmala_flip_set_caches_stay_equal_to_a_recomputation() {
+    // Classes, histograms, (E₂, M), f and positions are updated from the flipped sites and
+    // their neighbours only; after every step they must equal a full recomputation.
+    let mut models = wide_tori();
+    models.extend(lattices());
+    for (name, m) in models {
+        let d = m.d();
+        for alpha in [0.3, 1.5] {
+            let proposal = DlpProposal::new(alpha, None).unwrap();
+            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 5 + 1) % 3 == 0) as u32).collect();
+            let mut c = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &x0).unwrap();
+            let mut rngs = chain_rngs(31, 0, 3);
+            let mut info = vec![StepInfo::default(); 3];
+            let mut accepted = 0;
+            for t in 0..300 {
+                dlp_core::Chains::step(&mut c, &mut rngs, &mut info);
+                accepted += info.iter().filter(|s| s.n_changed > 0).count();
+                assert!(c.caches_consistent(), "{name} α={alpha} step {t}");
+                let f = dlp_core::Chains::log_densities(&c).unwrap().to_vec();
+                for (j, y) in dlp_core::Chains::positions(&c).chunks(d).enumerate() {
+                    let want = dlp_core::Target::log_density(&m, y);
+                    assert!((f[j] - want).abs() < 1e-9, "{name} α={alpha} step {t}: f {} vs {want}", f[j]);
+                }
+            }
+            assert!(accepted > 5, "{name} α={alpha}: only {accepted} moves accepted");
+        }
+    }
+}
