@@ -306,10 +306,10 @@ impl IsingDlpChains {
         classes_of(&self.geo, &gx, &mut cx);
         // The step's own path: the flipped sites' tags, then the flip-set statistics.
         let mut tag = vec![u8::MAX; self.gl];
-        for q in 0..self.gl {
+        for (q, t) in tag.iter_mut().enumerate() {
             let s = self.site_of[q] as usize;
             if self.canon[q] as usize == q && x[s] != y[s] {
-                tag[q] = cx[s];
+                *t = cx[s];
             }
         }
         let mut sc = FlipScratch::new(self.gl, nc);

@@ -358,12 +358,15 @@ fn lazy_dula_positions_equal_eagerly_read_positions() {
 #[test]
 fn dmala_flip_set_caches_stay_equal_to_a_recomputation() {
     // Classes, histograms, (E₂, M), f and positions are updated from the flipped sites and
-    // their neighbours only; after every step they must equal a full recomputation.
+    // their neighbours only (small flip sets) or from a full pass (large ones); after every
+    // step they must equal a full recomputation. α = 0.1 on the 20×20 torus gives flip sets
+    // of a few sites (the flip-set path), α = 1.5 on the small lattices large ones.
     let mut models = wide_tori();
+    models.push(("20x20", IsingModel::paper_lattice(20, 0.2, 0.1)));
     models.extend(lattices());
     for (name, m) in models {
         let d = m.d();
-        for alpha in [0.3, 1.5] {
+        for alpha in [0.1, 0.3, 1.5] {
             let proposal = DlpProposal::new(alpha, None).unwrap();
             let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 5 + 1) % 3 == 0) as u32).collect();
             let mut c = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &x0).unwrap();
