@@ -51,6 +51,7 @@ test:
 # Statistical and large exact tests, in release (ignored tests and the `stat` feature).
 test-stat:
     cargo test -p dlp-exact --release --features stat -- --include-ignored
+    cargo test -p dlp-gof -p dlp-samplers --release -- --include-ignored
 
 # Benchmarks (criterion, release).
 bench *args:
