@@ -44,7 +44,8 @@ pub fn load_model(path: &Path) -> Result<Model, ModelError> {
         file: file.clone(),
         message: "unknown model file extension (expected .json or .toml)".into(),
     })?;
-    let bytes = std::fs::read(path).map_err(|e| ModelError::Io { file: file.clone(), message: dlp_core::io::io_reason(&e) })?;
+    let bytes =
+        std::fs::read(path).map_err(|e| ModelError::Io { file: file.clone(), message: dlp_core::io::io_reason(&e) })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| ModelError::Invalid { file: file.clone(), message: "not UTF-8 text".into() })?;
     parse_model_str(&text, format, &file)

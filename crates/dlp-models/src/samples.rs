@@ -289,7 +289,8 @@ pub fn domain_string(space: &Space) -> String {
 
 fn read_text(path: &Path) -> Result<String, SamplesError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| SamplesError::Io { file: file.clone(), message: dlp_core::io::io_reason(&e) })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| SamplesError::Io { file: file.clone(), message: dlp_core::io::io_reason(&e) })?;
     String::from_utf8(bytes).map_err(|_| SamplesError::NotUtf8 { file })
 }
 

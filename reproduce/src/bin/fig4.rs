@@ -102,7 +102,7 @@ impl Observer for Snapshots {
             self.changed += i.n_changed as f64;
             self.count += 1;
         }
-        if ctx.step % self.every == 0 {
+        if ctx.step.is_multiple_of(self.every) {
             self.states.push(positions.to_vec());
             self.seconds.push(ctx.step_seconds);
         }
