@@ -323,6 +323,48 @@ fn check_shape(
     Ok(width)
 }
 
+/// Parses a rectangular file: checks its shape (header, first row, `d`) and every row's
+/// length, then converts each token with `cell(token, line, column)` (1-based). Returns
+/// (rows, columns, values). One place for the grammar the samples, integer and jitter
+/// readers share.
+fn parse_cells<T>(
+    text: &str,
+    file: &str,
+    d: Option<usize>,
+    delimiter: Delimiter,
+    mut cell: impl FnMut(&str, usize, usize) -> Result<T, SamplesError>,
+) -> Result<(usize, usize, Vec<T>), SamplesError> {
+    let (header, rows) = tokenize(text, delimiter);
+    let width = check_shape(file, &header, &rows, d)?;
+    let mut values = Vec::with_capacity(rows.len() * width);
+    for row in &rows {
+        if row.tokens.len() != width {
+            return Err(SamplesError::Ragged {
+                file: file.into(),
+                line: row.line,
+                expected: width,
+                found: row.tokens.len(),
+            });
+        }
+        for (c, t) in row.tokens.iter().enumerate() {
+            values.push(cell(t, row.line, c + 1)?);
+        }
+    }
+    Ok((rows.len(), width, values))
+}
+
+/// An integer token, or the samples grammar's error for it: `Ok(Err(x))` is a finite
+/// number that is not integral (the caller decides what that means).
+fn integer_cell(file: &str, token: &str, line: usize, column: usize) -> Result<Result<i64, f64>, SamplesError> {
+    parse_integer(token).map_err(|e| {
+        let (file, token) = (file.into(), token.to_string());
+        match e {
+            TokenError::NotFinite => SamplesError::NotFinite { file, line, column, token },
+            TokenError::NotInteger => SamplesError::NotInteger { file, line, column, token },
+        }
+    })
+}
+
 /// Parses samples text; `file` is the name used in messages, `kind_name` the model kind.
 pub fn parse_samples_str(
     text: &str,
@@ -331,46 +373,18 @@ pub fn parse_samples_str(
     kind_name: &str,
     delimiter: Delimiter,
 ) -> Result<Samples, SamplesError> {
-    let (header, rows) = tokenize(text, delimiter);
-    let d = check_shape(file, &header, &rows, Some(space.d))?;
-    let mut indices = Vec::with_capacity(rows.len() * d);
-    for row in &rows {
-        if row.tokens.len() != d {
-            return Err(SamplesError::Ragged {
-                file: file.into(),
-                line: row.line,
-                expected: d,
-                found: row.tokens.len(),
-            });
-        }
-        for (c, t) in row.tokens.iter().enumerate() {
-            let (line, column, token) = (row.line, c + 1, t.to_string());
-            let value = match parse_integer(t) {
-                Err(TokenError::NotFinite) => {
-                    return Err(SamplesError::NotFinite { file: file.into(), line, column, token });
-                }
-                Err(TokenError::NotInteger) => {
-                    return Err(SamplesError::NotInteger { file: file.into(), line, column, token });
-                }
-                Ok(v) => v,
-            };
-            let idx = value.ok().and_then(|v| space.index_of_value(v));
-            match idx {
-                Some(i) => indices.push(i),
-                None => {
-                    return Err(SamplesError::OutsideDomain {
-                        file: file.into(),
-                        line,
-                        column,
-                        value: value.map_or_else(|f| format!("{f}"), |v| v.to_string()),
-                        domain: domain_string(space),
-                        kind: kind_name.into(),
-                    });
-                }
-            }
-        }
-    }
-    Ok(Samples { n: rows.len(), d, indices })
+    let (n, d, indices) = parse_cells(text, file, Some(space.d), delimiter, |t, line, column| {
+        let value = integer_cell(file, t, line, column)?;
+        value.ok().and_then(|v| space.index_of_value(v)).ok_or_else(|| SamplesError::OutsideDomain {
+            file: file.into(),
+            line,
+            column,
+            value: value.map_or_else(|f| format!("{f}"), |v| v.to_string()),
+            domain: domain_string(space),
+            kind: kind_name.into(),
+        })
+    })?;
+    Ok(Samples { n, d, indices })
 }
 
 /// Reads a samples file (`gof.md` §10.2) for a model on `space` of kind `kind_name`.
@@ -420,32 +434,15 @@ pub fn parse_integer_matrix_str(
     d: Option<usize>,
     delimiter: Delimiter,
 ) -> Result<IntegerMatrix, SamplesError> {
-    let (header, rows) = tokenize(text, delimiter);
-    let width = check_shape(file, &header, &rows, d)?;
-    let mut values = Vec::with_capacity(rows.len() * width);
-    for row in &rows {
-        if row.tokens.len() != width {
-            return Err(SamplesError::Ragged {
-                file: file.into(),
-                line: row.line,
-                expected: width,
-                found: row.tokens.len(),
-            });
-        }
-        for (c, t) in row.tokens.iter().enumerate() {
-            let (line, column, token) = (row.line, c + 1, t.to_string());
-            match parse_integer(t) {
-                Ok(Ok(v)) => values.push(v),
-                Err(TokenError::NotFinite) => {
-                    return Err(SamplesError::NotFinite { file: file.into(), line, column, token });
-                }
-                Ok(Err(_)) | Err(TokenError::NotInteger) => {
-                    return Err(SamplesError::NotInteger { file: file.into(), line, column, token });
-                }
-            }
-        }
-    }
-    Ok(IntegerMatrix { n: rows.len(), d: width, values })
+    let (n, d, values) = parse_cells(text, file, d, delimiter, |t, line, column| {
+        integer_cell(file, t, line, column)?.map_err(|_| SamplesError::NotInteger {
+            file: file.into(),
+            line,
+            column,
+            token: t.to_string(),
+        })
+    })?;
+    Ok(IntegerMatrix { n, d, values })
 }
 
 /// Reads a file of integers with the samples grammar, without a domain check.
@@ -462,33 +459,11 @@ pub fn parse_real_matrix_str(
     d: Option<usize>,
     delimiter: Delimiter,
 ) -> Result<RealMatrix, SamplesError> {
-    let (header, rows) = tokenize(text, delimiter);
-    let width = check_shape(file, &header, &rows, d)?;
-    let mut values = Vec::with_capacity(rows.len() * width);
-    for row in &rows {
-        if row.tokens.len() != width {
-            return Err(SamplesError::Ragged {
-                file: file.into(),
-                line: row.line,
-                expected: width,
-                found: row.tokens.len(),
-            });
-        }
-        for (c, t) in row.tokens.iter().enumerate() {
-            match t.parse::<f64>() {
-                Ok(v) if v > 0.0 && v < 1.0 => values.push(v),
-                _ => {
-                    return Err(SamplesError::NotUnitInterval {
-                        file: file.into(),
-                        line: row.line,
-                        column: c + 1,
-                        token: t.to_string(),
-                    });
-                }
-            }
-        }
-    }
-    Ok(RealMatrix { n: rows.len(), d: width, values })
+    let (n, d, values) = parse_cells(text, file, d, delimiter, |t, line, column| match t.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(SamplesError::NotUnitInterval { file: file.into(), line, column, token: t.to_string() }),
+    })?;
+    Ok(RealMatrix { n, d, values })
 }
 
 /// Reads a matrix of reals in (0, 1) (a `--jitter` file).
