@@ -155,6 +155,40 @@ impl Target for PairwiseCategorical {
     }
 }
 
+/// π of spec §4.3's tiny model ([`Quadratic::spec_tiny`]), states in index order.
+pub const SPEC_TINY_PI: [f64; 8] =
+    [0.0757792291, 0.0973024562, 0.0376308515, 0.1313445775, 0.1022912598, 0.0395602265, 0.2515959009, 0.2644954985];
+
+/// DULA's stationary law on spec §4.3's tiny model at α = 0.5 (biased; ‖π_α − π‖₁ = 0.1926361355).
+pub const SPEC_TINY_DULA_PI: [f64; 8] =
+    [0.0809512813, 0.0952750009, 0.0790964137, 0.1321463263, 0.1094669988, 0.0812631920, 0.2049611045, 0.2168396824];
+
+/// π of spec §4.5's 2 × 3 categorical model ([`PairwiseCategorical::spec_small`]).
+pub const SPEC_SMALL_PI: [f64; 9] = [
+    0.2677786307,
+    0.1088706668,
+    0.1469600284,
+    0.0296707180,
+    0.1469600284,
+    0.0540635731,
+    0.0891357630,
+    0.1203206947,
+    0.0362398968,
+];
+
+/// DULA's stationary law on spec §4.5's model at α = 1 (‖π_α − π‖₁ = 0.2425788737).
+pub const SPEC_SMALL_DULA_PI: [f64; 9] = [
+    0.1922859965,
+    0.1413208480,
+    0.1337278830,
+    0.0672630122,
+    0.1201493110,
+    0.0691840020,
+    0.0978285845,
+    0.1145667549,
+    0.0636736080,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -422,16 +422,7 @@ mod tests {
         // Expected numbers are spec §4.3 (computed independently with numpy/C).
         let t = Quadratic::spec_tiny();
         let e = enumerate(&t, &EnumOptions { pair_moments: true, keep_probs: true }).unwrap();
-        let pi = [
-            0.0757792291,
-            0.0973024562,
-            0.0376308515,
-            0.1313445775,
-            0.1022912598,
-            0.0395602265,
-            0.2515959009,
-            0.2644954985,
-        ];
+        let pi = dlp_core::testing::SPEC_TINY_PI;
         for (p, q) in e.probs.as_ref().unwrap().iter().zip(pi) {
             assert!(close(*p, q, 1e-10), "{p} vs {q}");
         }
@@ -455,17 +446,7 @@ mod tests {
     fn spec_4_5_categorical() {
         let t = PairwiseCategorical::spec_small();
         let e = enumerate(&t, &EnumOptions::default()).unwrap();
-        let pi = [
-            0.2677786307,
-            0.1088706668,
-            0.1469600284,
-            0.0296707180,
-            0.1469600284,
-            0.0540635731,
-            0.0891357630,
-            0.1203206947,
-            0.0362398968,
-        ];
+        let pi = dlp_core::testing::SPEC_SMALL_PI;
         for (p, q) in e.probs.unwrap().iter().zip(pi) {
             assert!(close(*p, q, 1e-10), "{p} vs {q}");
         }

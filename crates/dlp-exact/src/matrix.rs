@@ -464,16 +464,7 @@ mod tests {
         for (j, q) in row.iter().enumerate() {
             assert!((p[(0, j)] - q).abs() < 1e-9);
         }
-        let pi_a = [
-            0.0809512813,
-            0.0952750009,
-            0.0790964137,
-            0.1321463263,
-            0.1094669988,
-            0.0812631920,
-            0.2049611045,
-            0.2168396824,
-        ];
+        let pi_a = dlp_core::testing::SPEC_TINY_DULA_PI;
         for solve in [stationary_gth, stationary_lu, stationary] {
             let law = solve(&p).unwrap();
             assert!(law.iter().zip(pi_a).all(|(a, b)| (a - b).abs() < 1e-10), "{law:?}");
@@ -483,16 +474,7 @@ mod tests {
         let params = dlp_samplers::SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: None };
         let dmala = dlp_samplers::build_sampler("dmala", &params).unwrap();
         let law = stationary_gth(&kernel_matrix(&t, dmala.as_ref(), 0).unwrap()).unwrap();
-        let pi = [
-            0.0757792291,
-            0.0973024562,
-            0.0376308515,
-            0.1313445775,
-            0.1022912598,
-            0.0395602265,
-            0.2515959009,
-            0.2644954985,
-        ];
+        let pi = dlp_core::testing::SPEC_TINY_PI;
         assert!(law.iter().zip(pi).all(|(a, b)| (a - b).abs() < 1e-10), "{law:?}");
         // Reducible: two closed classes.
         let two = DMatrix::from_row_slice(3, 3, &[0.5, 0.5, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 1.0]);
@@ -533,16 +515,7 @@ mod tests {
             assert!((a.exp() - b).abs() < 1e-9);
         }
         let pa = dula_closed_form(&t, 0.5, None).unwrap();
-        let expect = [
-            0.0809512813,
-            0.0952750009,
-            0.0790964137,
-            0.1321463263,
-            0.1094669988,
-            0.0812631920,
-            0.2049611045,
-            0.2168396824,
-        ];
+        let expect = dlp_core::testing::SPEC_TINY_DULA_PI;
         for (a, b) in pa.iter().zip(expect) {
             assert!((a - b).abs() < 1e-9);
         }
@@ -553,17 +526,7 @@ mod tests {
         }
         let c = PairwiseCategorical::spec_small();
         let pa = dula_closed_form(&c, 1.0, None).unwrap();
-        let expect = [
-            0.1922859965,
-            0.1413208480,
-            0.1337278830,
-            0.0672630122,
-            0.1201493110,
-            0.0691840020,
-            0.0978285845,
-            0.1145667549,
-            0.0636736080,
-        ];
+        let expect = dlp_core::testing::SPEC_SMALL_DULA_PI;
         for (a, b) in pa.iter().zip(expect) {
             assert!((a - b).abs() < 1e-9);
         }

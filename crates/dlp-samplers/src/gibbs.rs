@@ -310,30 +310,7 @@ pub(crate) mod testkit {
         info
     }
 
-    /// π of spec §4.3 (the tiny quadratic), to the 10 digits the spec lists.
-    pub const SPEC_TINY_PI: [f64; 8] = [
-        0.0757792291,
-        0.0973024562,
-        0.0376308515,
-        0.1313445775,
-        0.1022912598,
-        0.0395602265,
-        0.2515959009,
-        0.2644954985,
-    ];
-
-    /// π of spec §4.5 (the 2 × 3 categorical example).
-    pub const SPEC_SMALL_PI: [f64; 9] = [
-        0.2677786307,
-        0.1088706668,
-        0.1469600284,
-        0.0296707180,
-        0.1469600284,
-        0.0540635731,
-        0.0891357630,
-        0.1203206947,
-        0.0362398968,
-    ];
+    pub use dlp_core::testing::{SPEC_SMALL_PI, SPEC_TINY_PI};
 
     /// Checks that enumeration reproduces the spec's π, so that πP = π tests against the
     /// computed π test against the spec.

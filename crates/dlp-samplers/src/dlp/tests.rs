@@ -213,29 +213,11 @@ fn z_alpha_matches_spec_4_3() {
 fn dula_stationary_law_matches_spec_4_3_and_closed_form() {
     let t = Quadratic::spec_tiny();
     let pa = stationary(&matrix(&sampler(false, 0.5, None), &t));
-    let want = [
-        0.0809512813,
-        0.0952750009,
-        0.0790964137,
-        0.1321463263,
-        0.1094669988,
-        0.0812631920,
-        0.2049611045,
-        0.2168396824,
-    ];
+    let want = dlp_core::testing::SPEC_TINY_DULA_PI;
     assert_close(&pa, &want, 1e-9, "π_α");
     assert_close(&pa, &closed_form_binary(&t, 0.5, &[1.0; 3]), 1e-12, "π_α vs π·Z_α");
     let pi = boltzmann(&t);
-    let pi_spec = [
-        0.0757792291,
-        0.0973024562,
-        0.0376308515,
-        0.1313445775,
-        0.1022912598,
-        0.0395602265,
-        0.2515959009,
-        0.2644954985,
-    ];
+    let pi_spec = dlp_core::testing::SPEC_TINY_PI;
     assert_close(&pi, &pi_spec, 1e-9, "π");
     assert!((l1(&pa, &pi) - 0.1926361355).abs() < 1e-9);
     let mean: Vec<f64> = (0..3).map(|i| (0..8).filter(|s| s >> (2 - i) & 1 == 1).map(|s| pa[s]).sum()).collect();
@@ -510,30 +492,10 @@ fn categorical_matches_spec_4_5() {
     p.logits(s, &[0, 0], &g, &mut l, &mut n);
     assert_close(&l, &[0.0, -2.1, -1.55, 0.0, -1.45, -1.3], 1e-12, "logits at (0,0)");
     let pi = boltzmann(&t);
-    let pi_spec = [
-        0.2677786307,
-        0.1088706668,
-        0.1469600284,
-        0.0296707180,
-        0.1469600284,
-        0.0540635731,
-        0.0891357630,
-        0.1203206947,
-        0.0362398968,
-    ];
+    let pi_spec = dlp_core::testing::SPEC_SMALL_PI;
     assert_close(&pi, &pi_spec, 1e-9, "π");
     let pa = stationary(&matrix(&sampler(false, 1.0, None), &t));
-    let want = [
-        0.1922859965,
-        0.1413208480,
-        0.1337278830,
-        0.0672630122,
-        0.1201493110,
-        0.0691840020,
-        0.0978285845,
-        0.1145667549,
-        0.0636736080,
-    ];
+    let want = dlp_core::testing::SPEC_SMALL_DULA_PI;
     assert_close(&pa, &want, 1e-9, "categorical π_α");
     assert!((l1(&pa, &pi) - 0.2425788737).abs() < 1e-9);
     // Closed form π·Z_α with Z_i = Σ_k exp(½(G_ik − G_ic) − [k≠c]/α), transcribed here.
