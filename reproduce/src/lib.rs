@@ -152,6 +152,16 @@ impl Run {
 
 pub use dlp_core::io::atomic_write;
 
+/// The `main` of every reproduction binary: parse the arguments, run, and on failure print one
+/// `error: …` line and exit 2 (bad arguments or an impossible configuration). Files are
+/// written atomically, so a failed run leaves no half-written output.
+pub fn main_with<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
+    if let Err(e) = run(A::parse()) {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
 /// One CSV line; a field is quoted when it holds a comma, quote or newline.
 fn csv_line<'a>(fields: impl Iterator<Item = &'a str>) -> String {
     let mut line = fields

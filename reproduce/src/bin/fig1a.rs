@@ -71,10 +71,7 @@ struct Point {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 fn run(args: Args) -> Result<()> {

@@ -116,10 +116,7 @@ fn dula_law(toy: &Toy, alpha: f64) -> Result<(Vec<f64>, f64)> {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 fn run(args: Args) -> Result<()> {

@@ -115,10 +115,7 @@ struct Ess {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 fn run(args: Args) -> Result<()> {

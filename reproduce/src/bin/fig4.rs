@@ -110,10 +110,7 @@ impl Observer for Snapshots {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 fn parse_samplers(list: &str) -> Result<Vec<(String, Option<f64>)>> {

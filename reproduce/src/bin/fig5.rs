@@ -92,10 +92,7 @@ fn parse_samplers(list: &str) -> Result<Vec<(String, Option<f64>)>> {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 /// The reduced default scale (see `paper/fig5.md` for the measurement behind it).

@@ -147,10 +147,7 @@ impl Tally {
 }
 
 fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("error: {e:#}");
-        std::process::exit(2);
-    }
+    dlp_reproduce::main_with(run);
 }
 
 fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>> {
