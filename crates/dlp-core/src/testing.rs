@@ -189,6 +189,19 @@ pub const SPEC_SMALL_DULA_PI: [f64; 9] = [
     0.0636736080,
 ];
 
+/// DULA's bias ‖π_α − π‖₁ on spec §4.3's tiny model as a function of α (spec §4.3, computed
+/// there independently); monotone and → 0 as α → 0.
+pub const SPEC_TINY_DULA_L1_VS_ALPHA: [(f64, f64); 8] = [
+    (0.05, 2.9192e-5),
+    (0.1, 4.3153e-3),
+    (0.2, 5.0374e-2),
+    (0.3, 1.0914e-1),
+    (0.5, 1.9264e-1),
+    (1.0, 2.8331e-1),
+    (2.0, 3.3784e-1),
+    (5.0, 3.7254e-1),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

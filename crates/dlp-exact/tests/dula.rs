@@ -27,16 +27,7 @@ fn tiny_model_bias_matches_spec_4_3_and_decreases_with_alpha() {
     let t = Quadratic::spec_tiny();
     let pi = probabilities(&t).unwrap();
     // ‖π_α − π‖₁ from spec §4.3 (independent numpy computation).
-    let table = [
-        (0.05, 2.9192e-5),
-        (0.1, 4.3153e-3),
-        (0.2, 5.0374e-2),
-        (0.3, 1.0914e-1),
-        (0.5, 1.9264e-1),
-        (1.0, 2.8331e-1),
-        (2.0, 3.3784e-1),
-        (5.0, 3.7254e-1),
-    ];
+    let table = dlp_core::testing::SPEC_TINY_DULA_L1_VS_ALPHA;
     let mut last = 0.0;
     for (alpha, l1) in table {
         let law = dula_law(&t, alpha, None);

@@ -228,16 +228,7 @@ fn dula_stationary_law_matches_spec_4_3_and_closed_form() {
 fn dula_bias_vs_alpha_matches_spec_4_3_table() {
     let t = Quadratic::spec_tiny();
     let pi = boltzmann(&t);
-    let table = [
-        (0.05, 2.9192e-5),
-        (0.1, 4.3153e-3),
-        (0.2, 5.0374e-2),
-        (0.3, 1.0914e-1),
-        (0.5, 1.9264e-1),
-        (1.0, 2.8331e-1),
-        (2.0, 3.3784e-1),
-        (5.0, 3.7254e-1),
-    ];
+    let table = dlp_core::testing::SPEC_TINY_DULA_L1_VS_ALPHA;
     for (alpha, want) in table {
         let bias = l1(&stationary(&matrix(&sampler(false, alpha, None), &t)), &pi);
         // The spec gives 5 significant digits.
