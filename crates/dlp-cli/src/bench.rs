@@ -82,7 +82,8 @@ enum PathChoice {
 
 /// Upstream experiment scripts' step sizes (`ising_sample.py`, `rbm_sample.py`).
 fn step_size(model: &str, sampler: &str) -> Option<f64> {
-    match (model, sampler) {
+    // The single-precision variants run with their double-precision sibling's step size.
+    match (model, sampler.trim_end_matches("-f32")) {
         ("ising", "dula") => Some(0.2),
         ("ising", "dmala") => Some(0.4),
         ("rbm", "dula") => Some(0.1),

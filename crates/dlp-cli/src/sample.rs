@@ -24,8 +24,8 @@ pub struct Args {
     /// Model file (`dlp.model.v1`, JSON or TOML).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
-    /// Sampler name: dula, dmala, pdula, pdmala, sg-dula, gibbs, gibbs-sweep, bg-<k>,
-    /// block-gibbs, hb-<L>-<r>, gwg, gwg-<k>, lb.
+    /// Sampler name: dula, dmala, pdula, pdmala, dula-f32, dmala-f32, sg-dula, gibbs,
+    /// gibbs-sweep, bg-<k>, block-gibbs, hb-<L>-<r>, gwg, gwg-<k>, lb.
     #[arg(long)]
     pub sampler: String,
     /// Step size α of DLP samplers, in {0,1} units for binary and spin models.

@@ -99,6 +99,18 @@ fn product_prob(laws: &[Vec<f64>], y: &[u32]) -> f64 {
 /// DULA (`mh = false`) or DMALA (`mh = true`), optionally preconditioned: spec §1.8.
 /// DMALA: P(x,y) = q(y|x)·min(1, π(y)q(x|y) / (π(x)q(y|x))) for y ≠ x, the rest on the diagonal.
 pub fn dlp(target: &dyn Target, alpha: f64, precond: Option<&[f64]>, mh: bool) -> Result<DMatrix<f64>, ExactError> {
+    dlp_with_gradient_rounding(target, alpha, precond, mh, false)
+}
+
+/// [`dlp`] with the proposal built from the gradient rounded to single precision when
+/// `f32_gradient` (`dula-f32`, `dmala-f32`): g̃_i = (g_i as f32) as f64; f stays exact.
+pub fn dlp_with_gradient_rounding(
+    target: &dyn Target,
+    alpha: f64,
+    precond: Option<&[f64]>,
+    mh: bool,
+    f32_gradient: bool,
+) -> Result<DMatrix<f64>, ExactError> {
     let t = Table::new(target)?;
     let n = t.n();
     let laws: Vec<Vec<Vec<f64>>> = t
@@ -107,6 +119,11 @@ pub fn dlp(target: &dyn Target, alpha: f64, precond: Option<&[f64]>, mh: bool) -
         .map(|x| {
             let mut g = vec![0.0; t.space.grad_len()];
             target.log_density_grad(x, &mut g);
+            if f32_gradient {
+                for gi in &mut g {
+                    *gi = *gi as f32 as f64;
+                }
+            }
             dlp_coordinate_laws(&t.space, x, &g, alpha, precond)
         })
         .collect();
@@ -406,7 +423,9 @@ pub fn reference_by_name(
     let one = |r: Result<DMatrix<f64>, ExactError>| Some(r.map(|m| vec![m]));
     match (parts[0], nums.as_slice()) {
         ("dula", []) if parts.len() == 1 => one(dlp(target, alpha, None, false)),
-        ("dmala", []) => one(dlp(target, alpha, None, true)),
+        ("dmala", []) if parts.len() == 1 => one(dlp(target, alpha, None, true)),
+        ("dula", []) if name == "dula-f32" => one(dlp_with_gradient_rounding(target, alpha, None, false, true)),
+        ("dmala", []) if name == "dmala-f32" => one(dlp_with_gradient_rounding(target, alpha, None, true, true)),
         ("pdula", []) => one(dlp(target, alpha, params.preconditioner.as_deref(), false)),
         ("pdmala", []) => one(dlp(target, alpha, params.preconditioner.as_deref(), true)),
         ("sg", []) if name == "sg-dula" => {
@@ -430,6 +449,27 @@ mod tests {
     use crate::matrix::{detailed_balance_residual, l1_distance, stationarity_residual, stationary};
     use crate::probabilities;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
+
+    #[test]
+    fn single_precision_gradients_change_the_kernel_but_not_dmalas_law() {
+        // spec_tiny's gradients are not f32-representable, so rounding them must move every
+        // proposal row (else the -f32 checks in the suite would be vacuous), DMALA-f32 must
+        // keep π exactly, and DULA-f32's biased law must stay within f32 rounding of DULA's.
+        let t = Quadratic::spec_tiny();
+        let pi = probabilities(&t).unwrap();
+        for mh in [false, true] {
+            let p64 = dlp(&t, 0.5, None, mh).unwrap();
+            let p32 = dlp_with_gradient_rounding(&t, 0.5, None, mh, true).unwrap();
+            let diff = (&p64 - &p32).abs().max();
+            assert!(diff > 1e-10 && diff < 1e-6, "mh = {mh}: |P64 − P32| = {diff:e}");
+            if mh {
+                assert!(stationarity_residual(&pi, &p32) < 1e-15 && detailed_balance_residual(&pi, &p32) < 1e-16);
+            } else {
+                let shift = l1_distance(&stationary(&p32).unwrap(), &stationary(&p64).unwrap());
+                assert!(shift > 0.0 && shift < 1e-6, "DULA-f32 law moved by {shift:e}");
+            }
+        }
+    }
 
     #[test]
     fn dula_row_and_dmala_exactness_match_spec_4_3() {

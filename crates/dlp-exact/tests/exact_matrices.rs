@@ -154,6 +154,8 @@ random_models! {
     dmala_random => "dmala", any_model(MAX_D);
     pdula_random => "pdula", any_model(MAX_D);
     pdmala_random => "pdmala", any_model(MAX_D);
+    dula_f32_random => "dula-f32", any_model(MAX_D);
+    dmala_f32_random => "dmala-f32", any_model(MAX_D);
     gibbs_random => "gibbs", any_model(MAX_D);
     gibbs_sweep_random => "gibbs-sweep", any_model(MAX_D.min(6));
     bg1_random => "bg-1", any_model(MAX_D);

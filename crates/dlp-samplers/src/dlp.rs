@@ -47,6 +47,9 @@ pub const MAX_EXACT_STATES: u64 = 1 << 20;
 pub struct DlpProposal {
     alpha: f64,
     precond: Option<Vec<f64>>,
+    /// Read the gradient at single precision (`dula-f32`, `dmala-f32`): see
+    /// [`DlpProposal::single_precision_gradient`].
+    f32_gradient: bool,
 }
 
 impl DlpProposal {
@@ -61,7 +64,29 @@ impl DlpProposal {
         {
             return Err(format!("preconditioner[{i}] must be finite and > 0, got {v}"));
         }
-        Ok(DlpProposal { alpha, precond })
+        Ok(DlpProposal { alpha, precond, f32_gradient: false })
+    }
+
+    /// The same proposal computed from the gradient rounded to single precision,
+    /// g̃_i = (g_i as f32) as f64 (`dula-f32`, `dmala-f32`). The proposal is then a
+    /// deterministic function of the state as before, so DMALA's MH test (in f64, with
+    /// q̃ both ways) still leaves π exactly invariant; DULA's biased law moves by O(1e−7)
+    /// relative. Why it exists: it lets a model compute its gradient product in f32 (the RBM
+    /// fast path does, three times faster here, as the PyTorch reference does).
+    pub fn single_precision_gradient(mut self) -> Self {
+        self.f32_gradient = true;
+        self
+    }
+
+    /// True when the proposal reads the gradient at single precision.
+    pub fn has_f32_gradient(&self) -> bool {
+        self.f32_gradient
+    }
+
+    /// The gradient entry as the proposal reads it (rounded to f32 for the `-f32` variants).
+    #[inline]
+    pub fn gradient_entry(&self, g: f64) -> f64 {
+        if self.f32_gradient { g as f32 as f64 } else { g }
     }
 
     /// The step size α ({0,1} units for binary and spin spaces).
@@ -108,7 +133,7 @@ impl DlpProposal {
                 // (1 − 2x_i) is the signed change of a flip; ½ g_i times it is half the
                 // first-order change of f (the paper's ½, applied once: pitfall P2).
                 let r = 1.0 - 2.0 * x[i] as f64;
-                let l = 0.5 * grad[i] * r - self.half_inv_step(i);
+                let l = 0.5 * self.gradient_entry(grad[i]) * r - self.half_inv_step(i);
                 logits[i] = l;
                 let z = softplus(l);
                 lognorm[i] = z;
@@ -124,15 +149,15 @@ impl DlpProposal {
             let row = &mut logits[i * k..(i + 1) * k];
             if categorical {
                 // One-hot: ½ Gᵀ(e_v − e_c) and ‖e_v − e_c‖²/(2αh) = 1/(αh) for v ≠ c.
-                let gc = grad[i * k + c];
+                let gc = self.gradient_entry(grad[i * k + c]);
                 for (v, l) in row.iter_mut().enumerate() {
-                    *l = if v == c { 0.0 } else { 0.5 * (grad[i * k + v] - gc) - 2.0 * pen };
+                    *l = if v == c { 0.0 } else { 0.5 * (self.gradient_entry(grad[i * k + v]) - gc) - 2.0 * pen };
                 }
             } else {
                 let xc = space.coordinate(c as u32);
                 for (v, l) in row.iter_mut().enumerate() {
                     let dv = space.coordinate(v as u32) - xc;
-                    *l = if v == c { 0.0 } else { 0.5 * grad[i] * dv - dv * dv * pen };
+                    *l = if v == c { 0.0 } else { 0.5 * self.gradient_entry(grad[i]) * dv - dv * dv * pen };
                 }
             }
             let z = logsumexp(row);
@@ -267,15 +292,22 @@ fn bad(sampler: &str, message: String) -> SamplerError {
     SamplerError::BadParameter { sampler: sampler.to_string(), message }
 }
 
-/// Registry constructor for `dula`, `dmala`, `pdula`, `pdmala`.
+/// Registry constructor for `dula`, `dmala`, `pdula`, `pdmala`, `dula-f32`, `dmala-f32`.
 pub fn construct(name: &SamplerName, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
     let stem = name.stem.as_str();
-    let (mh, preconditioned) = match stem {
-        "dula" => (false, false),
-        "dmala" => (true, false),
-        "pdula" => (false, true),
-        "pdmala" => (true, true),
-        _ => return Err(SamplerError::UnknownSampler(stem.to_string(), "dula, dmala, pdula, pdmala".into())),
+    let (mh, preconditioned, f32_gradient) = match stem {
+        "dula" => (false, false, false),
+        "dmala" => (true, false, false),
+        "pdula" => (false, true, false),
+        "pdmala" => (true, true, false),
+        "dula-f32" => (false, false, true),
+        "dmala-f32" => (true, false, true),
+        _ => {
+            return Err(SamplerError::UnknownSampler(
+                stem.to_string(),
+                "dula, dmala, pdula, pdmala, dula-f32, dmala-f32".into(),
+            ));
+        }
     };
     let alpha =
         params.step_size.ok_or_else(|| bad(stem, "step_size (α) is required (--step-size, {0,1} units)".into()))?;
@@ -284,11 +316,13 @@ pub fn construct(name: &SamplerName, params: &SamplerParams) -> Result<Box<dyn S
             return Err(bad(stem, "preconditioner (h, one value > 0 per coordinate) is required".into()));
         }
         (false, Some(_)) => {
-            return Err(bad(stem, format!("{stem} takes no preconditioner; use p{stem} for preconditioned DLP")));
+            let plain = stem.trim_end_matches("-f32");
+            return Err(bad(stem, format!("{stem} takes no preconditioner; use p{plain} for preconditioned DLP")));
         }
         (_, p) => p.clone(),
     };
     let p = DlpProposal::new(alpha, precond).map_err(|m| bad(stem, m))?;
+    let p = if f32_gradient { p.single_precision_gradient() } else { p };
     Ok(Box::new(DlpSampler::new(stem, mh, p)))
 }
 

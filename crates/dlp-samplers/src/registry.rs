@@ -54,6 +54,8 @@ pub const REGISTRY: &[Entry] = &[
     ("dmala", &[0], "dmala", crate::dlp::construct),
     ("pdula", &[0], "pdula", crate::dlp::construct),
     ("pdmala", &[0], "pdmala", crate::dlp::construct),
+    ("dula-f32", &[0], "dula-f32", crate::dlp::construct),
+    ("dmala-f32", &[0], "dmala-f32", crate::dlp::construct),
     ("sg-dula", &[0], "sg-dula", crate::sgdlp::construct),
     ("gibbs", &[0], "gibbs", crate::gibbs::Gibbs::build_random),
     ("gibbs-sweep", &[0], "gibbs-sweep", crate::gibbs::Gibbs::build_sweep),

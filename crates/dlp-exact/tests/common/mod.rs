@@ -193,6 +193,8 @@ pub fn cases() -> Vec<Case> {
         c("dmala", Some(0.6), false, true),
         c("pdula", Some(0.4), true, false),
         c("pdmala", Some(0.6), true, true),
+        c("dula-f32", Some(0.4), false, false),
+        c("dmala-f32", Some(0.6), false, true),
         c("gibbs", None, false, true),
         c("gibbs-sweep", None, false, true),
         c("bg-1", None, false, true),

@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | DULA / DMALA on a uniform lattice Ising model | `IsingModel` with lattice couplings, uniform field, no preconditioner | [`ising`] |
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | `Rbm`, no preconditioner | [`rbm`] |
+//! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | `Rbm`, no preconditioner | [`rbm`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
 //! draw (16 bits; 8 bits in the torus DULA kernel) is compared with the top bits of
@@ -26,6 +27,7 @@
 
 pub mod ising;
 pub mod rbm;
+pub mod vexp;
 
 use dlp_core::{DataTarget, Space, Target};
 
@@ -110,7 +112,9 @@ pub fn dlp_fast_path<'t>(
     if proposal.precond().is_some() {
         return Ok(None);
     }
-    if let Some(m) = ising::qualifying_model(target) {
+    // The lattice class tables hold the f64 logits; the single-precision variants run the
+    // generic chains there (their point is the RBM's f32 gradient product).
+    if let Some(m) = ising::qualifying_model(target).filter(|_| !proposal.has_f32_gradient()) {
         return Ok(Some(Box::new(ising::IsingDlpChains::new(m, proposal.half_inv_step(0), mh, x0)?)));
     }
     if let Some(r) = rbm::qualifying_rbm(target) {
