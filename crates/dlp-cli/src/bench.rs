@@ -43,9 +43,14 @@ pub struct Args {
     /// Thread counts, comma-separated [default: 1,2].
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<usize>>,
-    /// Samplers, comma-separated (dula, dmala, gwg, bg-1, or any registry name).
-    #[arg(long, value_delimiter = ',', default_value = "dula,dmala,gwg,bg-1")]
-    samplers: Vec<String>,
+    /// Samplers, comma-separated (dula, dmala, gwg, bg-1, or any registry name)
+    /// [default: dula,dmala,gwg,bg-1].
+    #[arg(long, value_delimiter = ',')]
+    samplers: Option<Vec<String>>,
+    /// Samplers on the RBM [default: --samplers if given, else
+    /// dula,dmala,dula-f32,dmala-f32,gwg,bg-1].
+    #[arg(long, value_delimiter = ',')]
+    rbm_samplers: Option<Vec<String>>,
     /// Skip the RBM.
     #[arg(long)]
     no_rbm: bool,
@@ -117,7 +122,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if !(args.budget > 0.0 && args.budget.is_finite()) {
         return Err(CliError::input(format!("--budget must be a positive number of seconds, got {}", args.budget)));
     }
-    for s in &args.samplers {
+    let names = |v: &str| v.split(',').map(String::from).collect::<Vec<_>>();
+    let samplers = args.samplers.clone().unwrap_or_else(|| names("dula,dmala,gwg,bg-1"));
+    let rbm_samplers = args
+        .rbm_samplers
+        .clone()
+        .or_else(|| args.samplers.clone())
+        .unwrap_or_else(|| names("dula,dmala,dula-f32,dmala-f32,gwg,bg-1"));
+    for s in samplers.iter().chain(&rbm_samplers) {
         let params = SamplerParams { step_size: Some(0.1), ..Default::default() };
         if build_sampler(s, &params).is_err() && build_sampler(s, &SamplerParams::default()).is_err() {
             return Err(CliError::input(format!("--samplers: unknown sampler {s:?}")));
@@ -135,7 +147,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 let model = IsingModel::paper_lattice(l, sigma, ISING_BIAS);
                 for &b in &bs {
                     let x0 = bernoulli_rows(args.seed, l * l, b, sigmoid(2.0 * ISING_BIAS));
-                    for name in &args.samplers {
+                    for name in &samplers {
                         for &fast in paths {
                             let base = json!({"model": "ising", "L": l, "sigma": sigma, "dims": l * l});
                             time_config(&args, &mut sink, &model, name, "ising", base, &x0, &threads, fast)?;
@@ -148,7 +160,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if !args.no_rbm {
         let rbm = random_rbm(args.seed);
         let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, args.rbm_chains, 0.5);
-        for name in &args.samplers {
+        for name in &rbm_samplers {
             for &fast in paths {
                 let base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
                 time_config(&args, &mut sink, &rbm, name, "rbm", base, &x0, &threads, fast)?;
