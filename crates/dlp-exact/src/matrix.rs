@@ -241,8 +241,7 @@ fn log_z_alpha(space: &Space, x: &[u32], g: &[f64], a: &[f64]) -> f64 {
         let c = x[i] as usize;
         if space.is_binary_like() {
             // Z_i = 1 + e^ℓ with the flip logit ℓ = ½ g_i (1 − 2x_i) − 1/(2α h_i) (spec §1.4).
-            let l = 0.5 * g[i] * (1.0 - 2.0 * c as f64) - 0.5 / a[i];
-            log_z += l.max(0.0) + (-l.abs()).exp().ln_1p();
+            log_z += binary_log_z_term(g[i], x[i], a[i]);
             continue;
         }
         let logit = |v: usize| {
@@ -298,6 +297,53 @@ impl Target for DulaLaw<'_> {
         self.log_density_batch(xs, log_density);
         grad.fill(f64::NAN);
     }
+
+    /// Binary spaces over a target with cheap flips (the lattice Ising): Δf plus the change
+    /// of log Z_α, recomputed only for the coordinates whose flip logit changed (i and the
+    /// coordinates whose gradient entry changed, i.e. i's neighbours). This lets
+    /// [`crate::enumerate()`] walk π_α in Gray-code order: two sparse gradients and ~2·(degree
+    /// + 1) log-terms per state instead of a batch gradient and d log-terms (the 2²⁵-state
+    /// law of the 5×5 Ising took ~88 s per α that way).
+    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
+        let space = self.target.space();
+        if !space.is_binary_like() {
+            return None;
+        }
+        let df = self.target.cheap_flip_delta(x, i)?;
+        let d = space.d;
+        FLIP_SCRATCH.with_borrow_mut(|(y, gx, gy)| {
+            y.clear();
+            y.extend_from_slice(x);
+            y[i] ^= 1;
+            gx.resize(d, 0.0);
+            gy.resize(d, 0.0);
+            self.target.log_density_grad(x, gx);
+            self.target.log_density_grad(y, gy);
+            let mut dz = 0.0;
+            for j in 0..d {
+                if j == i || gx[j] != gy[j] {
+                    let a = self.step_sizes[j];
+                    dz += binary_log_z_term(gy[j], y[j], a) - binary_log_z_term(gx[j], x[j], a);
+                }
+            }
+            Some(df + dz)
+        })
+    }
+}
+
+thread_local! {
+    /// Flipped state and the two gradients of [`DulaLaw`]'s flip delta (called 2^d times by
+    /// enumeration, in parallel).
+    static FLIP_SCRATCH: std::cell::RefCell<(Vec<u32>, Vec<f64>, Vec<f64>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
+    };
+}
+
+/// log Z_i = softplus(ℓ) of a binary coordinate with bit `c`, gradient entry `g` and step
+/// size `a`: the flip logit ℓ = ½ g (1 − 2c) − 1/(2a) (spec §1.4).
+fn binary_log_z_term(g: f64, c: u32, a: f64) -> f64 {
+    let l = 0.5 * g * (1.0 - 2.0 * c as f64) - 0.5 / a;
+    l.max(0.0) + (-l.abs()).exp().ln_1p()
 }
 
 /// The DULA stationary law π_α ∝ exp(f)·Z_α (spec §4.2). Exact when f is log-quadratic in
