@@ -301,9 +301,9 @@ impl Target for DulaLaw<'_> {
     /// Binary spaces over a target with cheap flips (the lattice Ising): Δf plus the change
     /// of log Z_α, recomputed only for the coordinates whose flip logit changed (i and the
     /// coordinates whose gradient entry changed, i.e. i's neighbours). This lets
-    /// [`crate::enumerate()`] walk π_α in Gray-code order: two sparse gradients and ~2·(degree
-    /// + 1) log-terms per state instead of a batch gradient and d log-terms (the 2²⁵-state
-    /// law of the 5×5 Ising took ~88 s per α that way).
+    /// [`crate::enumerate()`] walk π_α in Gray-code order: two sparse gradients and about
+    /// 2·(degree + 1) log-terms per state instead of a batch gradient and d log-terms (the
+    /// 2²⁵-state law of the 5×5 Ising took ~88 s per α that way).
     fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
         let space = self.target.space();
         if !space.is_binary_like() {
