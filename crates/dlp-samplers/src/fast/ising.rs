@@ -11,28 +11,33 @@
 //!   the generic path uses (one rounding for w·Σu instead of one per neighbour, so the two
 //!   agree to an ulp or so; the tests compare them to 1e-12).
 //! * **Flip decisions** compare uniform integers with T = ⌊p·2⁶⁴⌋ in two stages (see
-//!   [`super::Threshold`]), so the realised flip probability is exactly T/2⁶⁴. Torus DULA:
-//!   one random byte per site against the top byte of T; on a tie (probability 2⁻⁸) 56 more
-//!   bits (`next_u64() >> 8`) against the low 56 bits. Per chain and step: R·(C+2) − 2
-//!   bytes from `rngs[j]` (`fill_bytes`, one per position of the flattened padded range),
-//!   then one `next_u64` per tie in site order. DMALA and the CSR path: 16-bit first stage,
-//!   48 more bits on a tie (2·d bytes, then one `next_u64` per tie in site order, then, if
-//!   the proposal moves, the MH uniform).
+//!   [`super::Threshold`]), so the realised flip probability is exactly T/2⁶⁴. Torus (DULA
+//!   and DMALA proposals alike): one random byte per site against the top byte of T; on a
+//!   tie (probability 2⁻⁸) 56 more bits (`next_u64() >> 8`) against the low 56 bits. Per
+//!   chain and step: R·(C+2) − 2 bytes from `rngs[j]` (`fill_bytes`, one per position of the
+//!   flattened padded range), then one `next_u64` per tie in site order, then (DMALA, if the
+//!   proposal moves) the MH uniform. The CSR path: 16-bit first stage, 48 more bits on a tie
+//!   (2·d bytes, then one `next_u64` per tie in site order, then the MH uniform as above).
 //! * **2-D periodic lattices with both sides ≥ 3** are stored per chain as a (R+2)×(C+2)
 //!   grid of bytes with ghost rows/columns, so a row of neighbour counts is four shifted
 //!   slices and the row kernel vectorises (AVX2 when the CPU has it, chosen at run time).
 //!   Every other lattice (L = 2, open boundaries, 1-D, 3-D) takes a scalar path over the
 //!   CSR neighbour lists.
-//! * **DMALA** keeps, per chain, the class of every site and the class histogram H of the
-//!   current state. With the proposal y, the flip set M and the histograms F (classes at x
-//!   of the sites in M), R (classes at y of the sites in M) and H' (all classes at y):
-//!   f(y) − f(x) = ½w·ΔE₂ + b·ΔM with the integer statistics E₂ = Σ_i u_i Σ_{j~i} u_j and
-//!   M = Σ_i u_i; log q(x|y) − log q(y|x) = Σ_k (R_k − F_k) ℓ_k − Σ_k (H'_k − H_k) softplus(ℓ_k).
-//!   No log-density or gradient is evaluated, and there is no pass over all sites: only the
-//!   flipped sites and their neighbours can change class, so F, R and H' − H come from
-//!   visiting those once each at y (`flip_set_stats`); an accepted move rewrites their
-//!   cached classes, the histogram and the flipped sites' positions (the "incremental
-//!   gradient").
+//! * **DMALA** needs, for the proposal y and its flip set M, the per-class differences
+//!   H' − H (class histogram at y minus at x) and R − F (classes at y minus classes at x of
+//!   the sites in M): f(y) − f(x) = ½w·ΔE₂ + b·ΔM with the integer statistics
+//!   E₂ = Σ_i u_i Σ_{j~i} u_j and M = Σ_i u_i, and
+//!   log q(x|y) − log q(y|x) = Σ_k (R_k − F_k) ℓ_k − Σ_k (H'_k − H_k) softplus(ℓ_k).
+//!   No log-density or gradient is evaluated, and H is cached per chain. Since ℓ_k + 1/(2α)
+//!   = ½c(b·s_k + w·s_k·Σu_k) with s = 1 − 2x (c = 2 spin, 1 binary), the R − F term needs
+//!   only Σ_k (H'_k − H_k) s_k (a site that does not flip keeps s) and one integer sum, of
+//!   s·Σu at y minus at x over the flipped sites. Torus: the proposal is the DULA kernel;
+//!   then **one** vectorised pass over x and y computes the classes at y into per-lane byte
+//!   counters (H', flushed before they can overflow) and the flipped sites' integer sum by
+//!   `pshufb` + `sad` — no class cache, no flip list; an accepted move updates H, (E₂, M),
+//!   f and the positions. CSR: the class of every site is cached too; only the flipped
+//!   sites and their neighbours can change class, so small flip sets are visited once each
+//!   at y (`flip_set_stats`), large ones take a full pass.
 //!
 //! A chain's padded grid is authoritative; a step writes the new grid into a spare buffer and
 //! swaps. DMALA keeps `positions()` (`n × d` u32) up to date in place; DULA converts on
@@ -69,21 +74,29 @@ enum Geometry {
     /// 2-D periodic R × C lattice, R, C ≥ 3: padded grid, class = x·5 + up.
     Torus { rows: usize, cols: usize },
     /// Anything else: class = x·(D+1)² + deg·(D+1) + up, D the largest degree.
-    Csr { offsets: Vec<u32>, nbrs: Vec<u32>, deg: Vec<u8>, dmax: usize },
+    Csr(Csr),
+}
+
+/// Neighbour lists of a lattice that is not a padded torus; grid index = site index.
+struct Csr {
+    offsets: Vec<u32>,
+    nbrs: Vec<u32>,
+    deg: Vec<u8>,
+    dmax: usize,
 }
 
 impl Geometry {
     fn grid_len(&self, d: usize) -> usize {
         match self {
             Geometry::Torus { rows, cols } => (rows + 2) * (cols + 2),
-            Geometry::Csr { .. } => d,
+            Geometry::Csr(_) => d,
         }
     }
 
     fn n_classes(&self) -> usize {
         match self {
             Geometry::Torus { .. } => TORUS_CLASSES,
-            Geometry::Csr { dmax, .. } => 2 * (dmax + 1) * (dmax + 1),
+            Geometry::Csr(g) => 2 * (g.dmax + 1) * (g.dmax + 1),
         }
     }
 
@@ -91,8 +104,8 @@ impl Geometry {
     fn class_parts(&self, k: usize) -> (u32, u32, u32) {
         match self {
             Geometry::Torus { .. } => ((k / 5) as u32, 4, (k % 5) as u32),
-            Geometry::Csr { dmax, .. } => {
-                let s = dmax + 1;
+            Geometry::Csr(g) => {
+                let s = g.dmax + 1;
                 ((k / (s * s)) as u32, ((k / s) % s) as u32, (k % s) as u32)
             }
         }
@@ -107,6 +120,14 @@ struct Classes {
     /// u_i · Σ_{j~i} u_j and u_i (integers) of a site of the class.
     e2: Vec<i64>,
     m: Vec<i64>,
+    /// s = 1 − 2x_i and s·Σ_{j~i} u_j of a site of the class: ℓ + 1/(2α) = ½c(b·s + w·s·Σu)
+    /// (c = 2 spin, 1 binary), so Σ_k (R_k − F_k) ℓ_k needs only the two integer sums
+    /// Σ_k (R_k − F_k) s_k and Σ_k (R_k − F_k) (s·Σu)_k (R and F have the same total). The
+    /// first is Σ_k (H'_k − H_k) s_k, since a site that does not flip keeps its s.
+    s: Vec<i64>,
+    snb: Vec<i64>,
+    /// ½c.
+    half_c: f64,
 }
 
 /// Running DULA/DMALA chains on a uniform lattice Ising model (see the module doc).
@@ -119,30 +140,27 @@ pub struct IsingDlpChains {
     w: f64,
     b: f64,
     cl: Classes,
-    hi10: [u16; TORUS_CLASSES],
     /// Torus: 1 at interior positions of the flattened padded range, 0 at ghost columns.
     interior: Vec<u8>,
     avx2: bool,
-    /// Torus DULA: top byte of T and its low 56 bits per class (8-bit first stage).
+    /// Torus proposals: top byte of T and its low 56 bits per class (8-bit first stage).
     t8: [u8; TORUS_CLASSES],
     lo56: [u64; TORUS_CLASSES],
+    /// Torus DMALA: `pshufb` table of the classes' s·Σu (see [`Classes`]).
+    snb16: [i8; 16],
     /// Bits per chain (padded grid on the torus), one buffer of length gl per chain, so an
     /// accepted proposal is a buffer swap with `next`.
     grid: Vec<Vec<u8>>,
     /// The proposal of the chain being stepped (every byte rewritten by a step that uses it).
     next: Vec<u8>,
-    /// DMALA: class of every site at the current state, n × d; histogram, n × classes.
-    cls: Vec<u8>,
+    /// DMALA: class histogram of the current state, n × classes; CSR DMALA: class of every
+    /// site at the current state, n × d.
     hist: Vec<u32>,
-    /// DMALA: class at x of each flipped site, 255 elsewhere, by grid index (length gl; the
-    /// torus ghosts stay 255).
+    cls: Vec<u8>,
+    /// CSR DMALA: class at x of each flipped site, 255 elsewhere (length d).
     tag: Vec<u8>,
-    /// DMALA, large flip sets: the classes at the proposal (by site).
+    /// CSR DMALA, large flip sets: the classes at the proposal.
     cls_next: Vec<u8>,
-    /// Grid index → user site index, and grid index → the interior grid index it mirrors
-    /// (identity off the ghosts; both identity on the CSR path).
-    site_of: Vec<u32>,
-    canon: Vec<u32>,
     scratch: FlipScratch,
     e2: Vec<i64>,
     mm: Vec<i64>,
@@ -157,21 +175,22 @@ pub struct IsingDlpChains {
     rbuf: Vec<u8>,
 }
 
-/// DMALA bookkeeping for one proposal, from its flipped sites and their neighbours only.
+/// DMALA statistics of one proposal, and the CSR path's flip-set bookkeeping.
 #[derive(Default)]
 struct FlipScratch {
-    /// Flipped sites (user index), in site order.
+    /// CSR: flipped sites, in site order.
     flipped: Vec<u32>,
     /// Epoch stamp per site, to visit each site of the flip set's neighbourhood once.
     seen: Vec<u32>,
     epoch: u32,
     /// Sites whose class differs between x and y, with their class at y.
     changed: Vec<(u32, u8)>,
-    /// H' − H (class histogram at y minus at x), F (classes at x of the flipped sites),
-    /// R (classes at y of the flipped sites).
+    /// H' − H (class histogram at y minus at x); CSR: R − F (classes at y minus classes at
+    /// x of the flipped sites).
     dh: Vec<i64>,
-    fw: Vec<u32>,
-    rv: Vec<u32>,
+    dr: Vec<i64>,
+    /// Σ_k (R_k − F_k) (s·Σu)_k (see [`Classes`]).
+    sb: i64,
 }
 
 impl IsingDlpChains {
@@ -192,7 +211,7 @@ impl IsingDlpChains {
             let offsets: Vec<u32> = model.neighbour_offsets().iter().map(|&o| o as u32).collect();
             let deg: Vec<u8> = offsets.windows(2).map(|w| (w[1] - w[0]) as u8).collect();
             let dmax = deg.iter().copied().max().unwrap_or(0) as usize;
-            Geometry::Csr { offsets, nbrs: model.neighbours().to_vec(), deg, dmax }
+            Geometry::Csr(Csr { offsets, nbrs: model.neighbours().to_vec(), deg, dmax })
         };
         let (w, b, spin) = (spec.coupling, model.fields()[0], model.is_spin());
         let nc = geo.n_classes();
@@ -202,6 +221,9 @@ impl IsingDlpChains {
             thr: vec![Threshold::default(); nc],
             e2: vec![0; nc],
             m: vec![0; nc],
+            s: vec![0; nc],
+            snb: vec![0; nc],
+            half_c: if spin { 1.0 } else { 0.5 },
         };
         for k in 0..nc {
             let (x, deg, up) = geo.class_parts(k);
@@ -214,24 +236,25 @@ impl IsingDlpChains {
             cl.thr[k] = Threshold::of_probability(sigmoid(l));
             cl.e2[k] = u * nsum;
             cl.m[k] = u;
+            cl.s[k] = 1 - 2 * x as i64;
+            cl.snb[k] = cl.s[k] * nsum;
         }
-        let mut hi10 = [0u16; TORUS_CLASSES];
         let (mut t8, mut lo56) = ([0u8; TORUS_CLASSES], [0u64; TORUS_CLASSES]);
+        let mut snb16 = [0i8; 16];
         let mut interior = Vec::new();
         if let Geometry::Torus { rows, cols } = geo {
             for (k, t) in cl.thr.iter().enumerate() {
-                hi10[k] = t.hi;
                 t8[k] = (t.bits() >> 56) as u8;
                 lo56[k] = t.bits() & LOW56;
+                snb16[k] = cl.snb[k] as i8;
             }
             let w = cols + 2;
             interior = (0..rows * w - 2).map(|q| u8::from((q + 1) % w != 0 && (q + 1) % w != w - 1)).collect();
         }
         let gl = geo.grid_len(d);
-        let (site_of, canon) = grid_maps(&geo, d);
-        let rlen = match geo {
-            Geometry::Torus { rows, cols } => 2 * (rows * (cols + 2) - 2),
-            Geometry::Csr { .. } => 2 * d,
+        let (rlen, csr_mh) = match geo {
+            Geometry::Torus { rows, cols } => (rows * (cols + 2) - 2, false),
+            Geometry::Csr(_) => (2 * d, mh),
         };
         let mut c = IsingDlpChains {
             mh,
@@ -240,20 +263,18 @@ impl IsingDlpChains {
             gl,
             w,
             b,
-            hi10,
             interior,
             t8,
             lo56,
+            snb16,
             avx2: has_avx2(),
             grid: vec![vec![0; gl]; n],
             next: vec![0; gl],
-            cls: if mh { vec![0; n * d] } else { Vec::new() },
+            cls: if csr_mh { vec![0; n * d] } else { Vec::new() },
             hist: if mh { vec![0; n * nc] } else { Vec::new() },
-            tag: vec![u8::MAX; gl],
-            cls_next: vec![0; d],
-            site_of,
-            canon,
-            scratch: FlipScratch::new(gl, nc),
+            tag: if csr_mh { vec![u8::MAX; d] } else { Vec::new() },
+            cls_next: if csr_mh { vec![0; d] } else { Vec::new() },
+            scratch: FlipScratch::new(if csr_mh { d } else { 0 }, nc),
             e2: vec![0; n],
             mm: vec![0; n],
             f: vec![0.0; n],
@@ -265,17 +286,22 @@ impl IsingDlpChains {
             cl,
             geo,
         };
+        let (mut cls, mut h) = (vec![0u8; d], vec![0u32; nc]);
         for j in 0..n {
             let g = &mut c.grid[j];
             scatter(&c.geo, &x0[j * d..(j + 1) * d], g);
             if mh {
-                classes_of(&c.geo, g, &mut c.cls[j * d..(j + 1) * d]);
-                let h = &mut c.hist[j * nc..(j + 1) * nc];
-                count_into(&c.cls[j * d..(j + 1) * d], h);
-                let (e2, m) = stats(&c.cl, h);
+                classes_of(&c.geo, g, &mut cls);
+                h.fill(0);
+                count_into(&cls, &mut h);
+                let (e2, m) = stats(&c.cl, &h);
                 c.e2[j] = e2;
                 c.mm[j] = m;
                 c.f[j] = 0.5 * w * e2 as f64 + b * m as f64;
+                c.hist[j * nc..(j + 1) * nc].copy_from_slice(&h);
+                if csr_mh {
+                    c.cls[j * d..(j + 1) * d].copy_from_slice(&cls);
+                }
             }
         }
         Ok(c)
@@ -296,72 +322,92 @@ impl IsingDlpChains {
     }
 
     /// The DMALA log acceptance ratio this kernel computes for the move x → y (bits), for
-    /// tests against the generic [`crate::dlp::log_accept_ratio`].
+    /// tests against the generic [`crate::dlp::log_accept_ratio`]. It runs the step's own
+    /// statistics code: on the torus the fused pass the step uses (AVX2 or portable, as
+    /// selected for these chains), on the CSR path both the flip-set and the full-pass
+    /// statistics, which must agree since the step takes either by flip-set size.
     pub fn log_accept_ratio(&self, x: &[u32], y: &[u32]) -> f64 {
         let nc = self.geo.n_classes();
         let (mut gx, mut gy) = (vec![0; self.gl], vec![0; self.gl]);
         scatter(&self.geo, x, &mut gx);
         scatter(&self.geo, y, &mut gy);
-        let mut cx = vec![0; self.d];
-        classes_of(&self.geo, &gx, &mut cx);
-        // The step's own path: the flipped sites' tags, then the flip-set statistics.
-        let mut tag = vec![u8::MAX; self.gl];
-        for (q, t) in tag.iter_mut().enumerate() {
-            let s = self.site_of[q] as usize;
-            if self.canon[q] as usize == q && x[s] != y[s] {
-                *t = cx[s];
+        let mut sc = FlipScratch::new(self.d, nc);
+        match &self.geo {
+            &Geometry::Torus { rows, cols } => {
+                let mut cx = vec![0; self.d];
+                classes_of(&self.geo, &gx, &mut cx);
+                let mut h = vec![0; nc];
+                count_into(&cx, &mut h);
+                let (hy, sb) = torus_stats(self.avx2, &gx, &gy, &self.interior, &self.snb16, rows, cols);
+                for ((dh, &a), &b) in sc.dh.iter_mut().zip(&hy).zip(&h) {
+                    *dh = a as i64 - b as i64;
+                }
+                sc.sb = sb;
+            }
+            Geometry::Csr(g) => {
+                let mut cx = vec![0; self.d];
+                csr_classes(g, &gx, &mut cx);
+                let tag: Vec<u8> = (0..self.d).map(|s| if x[s] != y[s] { cx[s] } else { u8::MAX }).collect();
+                collect_flipped(&tag, &mut sc.flipped);
+                let mut h = vec![0; nc];
+                count_into(&cx, &mut h);
+                let mut full = FlipScratch::new(self.d, nc);
+                full.flipped = sc.flipped.clone();
+                full_set_stats(g, &gy, &cx, &h, &mut vec![0; self.d], &mut full);
+                flip_set_stats(g, &gy, &cx, &mut sc);
+                assert!((&sc.dh, &sc.dr) == (&full.dh, &full.dr), "flip-set and full-pass statistics differ");
+                sc.fold_dr(&self.cl);
             }
         }
-        let mut sc = FlipScratch::new(self.gl, nc);
-        collect_flipped(&tag, &mut sc.flipped);
-        let mut h = vec![0; nc];
-        count_into(&cx, &mut h);
-        let mut full = FlipScratch::new(self.gl, nc);
-        full.flipped = sc.flipped.clone();
-        full_set_stats(&self.geo, &self.site_of, &gy, &cx, &h, &mut vec![0; self.d], &mut full);
-        flip_set_stats(&self.geo, &self.site_of, &self.canon, &gy, &cx, &mut sc);
-        // The step takes either form by flip-set size; both must give the same statistics.
-        assert!((&sc.dh, &sc.fw, &sc.rv) == (&full.dh, &full.fw, &full.rv), "flip-set and full-pass statistics differ");
         self.ratio(&sc).0
     }
 
-    /// (A, ΔE₂, ΔM) from the flip-set statistics (H' − H, F, R).
+    /// (A, ΔE₂, ΔM) from the proposal's statistics (H' − H and the two sums of R − F).
     fn ratio(&self, sc: &FlipScratch) -> (f64, i64, i64) {
-        let (dhs, fw, rv) = (&sc.dh, &sc.fw, &sc.rv);
-        let (mut de2, mut dm, mut lq) = (0i64, 0i64, 0.0);
-        for k in 0..dhs.len() {
-            let dh = dhs[k];
+        let (mut de2, mut dm, mut sa, mut lq) = (0i64, 0i64, 0i64, 0.0);
+        for (k, &dh) in sc.dh.iter().enumerate() {
             de2 += dh * self.cl.e2[k];
             dm += dh * self.cl.m[k];
-            let dr = rv[k] as i64 - fw[k] as i64;
-            if dr != 0 {
-                lq += dr as f64 * self.cl.logit[k];
-            }
+            sa += dh * self.cl.s[k];
             if dh != 0 {
                 lq -= dh as f64 * self.cl.softplus[k];
             }
         }
+        lq += self.cl.half_c * (self.b * sa as f64 + self.w * sc.sb as f64);
         let df = 0.5 * self.w * de2 as f64 + self.b * dm as f64;
         (crate::dlp::log_accept_ratio(0.0, df, 0.0, lq), de2, dm)
+    }
+
+    /// The torus proposal of chain j (DULA's step, DMALA's proposal) into `next`, ghosts
+    /// refreshed. Returns the number of flips.
+    fn torus_propose(&mut self, j: usize, rows: usize, cols: usize, rng: &mut ChainRng) -> u32 {
+        let w = cols + 2;
+        let len = rows * w - 2;
+        let r8 = &mut self.rbuf[..len];
+        rng.fill_bytes(r8);
+        let flips = torus_kernel(
+            self.avx2,
+            &self.grid[j],
+            &mut self.next,
+            r8,
+            &self.interior,
+            &self.t8,
+            &self.lo56,
+            len,
+            w,
+            rng,
+        );
+        refresh_ghosts(&mut self.next, rows, cols);
+        flips
     }
 
     /// DULA: one step of chain j. Returns the number of flips.
     fn dula_chain(&mut self, j: usize, rng: &mut ChainRng) -> u32 {
         let d = self.d;
-        let x = &self.grid[j];
         let flips = match &self.geo {
-            Geometry::Torus { rows, cols } => {
-                let (r, c) = (*rows, *cols);
-                let w = c + 2;
-                let len = r * w - 2;
-                let r8 = &mut self.rbuf[..len];
-                rng.fill_bytes(r8);
-                let flips =
-                    torus_dula(self.avx2, x, &mut self.next, r8, &self.interior, &self.t8, &self.lo56, len, w, rng);
-                refresh_ghosts(&mut self.next, r, c);
-                flips
-            }
-            Geometry::Csr { offsets, nbrs, deg, dmax } => {
+            &Geometry::Torus { rows, cols } => self.torus_propose(j, rows, cols, rng),
+            Geometry::Csr(Csr { offsets, nbrs, deg, dmax }) => {
+                let x = &self.grid[j];
                 rng.fill_bytes(&mut self.rbuf[..2 * d]);
                 let s = dmax + 1;
                 let mut flips = 0;
@@ -384,89 +430,51 @@ impl IsingDlpChains {
 
     /// DMALA: one step of chain j.
     fn dmala_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
-        let (d, nc) = (self.d, self.geo.n_classes());
-        rng.fill_bytes(&mut self.rbuf[..2 * d]);
-        let x = &self.grid[j];
-        let cls = &self.cls[j * d..(j + 1) * d];
-        // Pass 1, at x: flip decisions from the cached classes.
-        let mut k = 0u32;
-        match &self.geo {
-            Geometry::Torus { rows, cols } => {
-                let (r, c) = (*rows, *cols);
-                for row in 0..r {
-                    let (m, tie) = torus_propose_row(
-                        self.avx2,
-                        x,
-                        &mut self.next,
-                        &self.rbuf,
-                        cls,
-                        &mut self.tag,
-                        &self.hi10,
-                        row,
-                        c,
-                    );
-                    k += m;
-                    if tie {
-                        k = (k as i64
-                            + resolve_ties_tagged(
-                                x,
-                                &mut self.next,
-                                &self.rbuf,
-                                cls,
-                                &mut self.tag,
-                                &self.cl.thr,
-                                row,
-                                c,
-                                rng,
-                            )) as u32;
-                    }
-                }
+        let k = match &self.geo {
+            &Geometry::Torus { rows, cols } => {
+                let k = self.torus_propose(j, rows, cols, rng);
                 if k > 0 {
-                    refresh_ghosts(&mut self.next, r, c);
+                    let (hy, sb) =
+                        torus_stats(self.avx2, &self.grid[j], &self.next, &self.interior, &self.snb16, rows, cols);
+                    let hist = &self.hist[j * TORUS_CLASSES..(j + 1) * TORUS_CLASSES];
+                    for ((dh, &a), &b) in self.scratch.dh.iter_mut().zip(&hy).zip(hist) {
+                        *dh = a as i64 - b as i64;
+                    }
+                    self.scratch.sb = sb;
                 }
+                k
             }
-            Geometry::Csr { .. } => {
-                for i in 0..d {
-                    let r16 = u16::from_le_bytes([self.rbuf[2 * i], self.rbuf[2 * i + 1]]);
-                    let flip = decide(r16, &self.cl.thr[cls[i] as usize], rng);
-                    self.next[i] = x[i] ^ flip as u8;
-                    self.tag[i] = if flip { cls[i] } else { u8::MAX };
-                    k += flip as u32;
-                }
-            }
-        }
+            Geometry::Csr(_) => self.csr_dmala_propose(j, rng),
+        };
         if k == 0 {
             return StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() };
-        }
-        // Pass 2, only over the flipped sites and their neighbours.
-        collect_flipped(&self.tag, &mut self.scratch.flipped);
-        let hist = &self.hist[j * nc..(j + 1) * nc];
-        let full = k as usize * FULL_PASS_RATIO > d;
-        if full {
-            full_set_stats(&self.geo, &self.site_of, &self.next, cls, hist, &mut self.cls_next, &mut self.scratch);
-        } else {
-            flip_set_stats(&self.geo, &self.site_of, &self.canon, &self.next, cls, &mut self.scratch);
         }
         let (a, de2, dm) = self.ratio(&self.scratch);
         let (accepted, accept_prob) = mh_accept(a, rng);
         if accepted {
             std::mem::swap(&mut self.grid[j], &mut self.next);
-            let cls = &mut self.cls[j * d..(j + 1) * d];
-            if full {
-                cls.copy_from_slice(&self.cls_next);
-            }
-            for &(s, cy) in &self.scratch.changed {
-                cls[s as usize] = cy;
-            }
-            for (h, &dh) in self.hist[j * nc..(j + 1) * nc].iter_mut().zip(&self.scratch.dh) {
-                *h = (*h as i64 + dh) as u32;
-            }
             self.e2[j] += de2;
             self.mm[j] += dm;
             self.f[j] = self.f_of(self.e2[j], self.mm[j]);
+            let (d, nc) = (self.d, self.geo.n_classes());
+            for (h, &dh) in self.hist[j * nc..(j + 1) * nc].iter_mut().zip(&self.scratch.dh) {
+                *h = (*h as i64 + dh) as u32;
+            }
             let pos = &mut self.pos[j * d..(j + 1) * d];
-            for &q in &self.scratch.flipped {
-                pos[self.site_of[q as usize] as usize] ^= 1;
+            match &self.geo {
+                Geometry::Torus { .. } => gather(&self.geo, &self.grid[j], pos),
+                Geometry::Csr(_) => {
+                    let cls = &mut self.cls[j * d..(j + 1) * d];
+                    if k as usize * FULL_PASS_RATIO > d {
+                        cls.copy_from_slice(&self.cls_next);
+                    }
+                    for &(s, cy) in &self.scratch.changed {
+                        cls[s as usize] = cy;
+                    }
+                    for &s in &self.scratch.flipped {
+                        pos[s as usize] ^= 1;
+                    }
+                }
             }
         }
         StepInfo {
@@ -479,8 +487,58 @@ impl IsingDlpChains {
         }
     }
 
-    /// Test hook: whether the DMALA caches (classes, histogram, f, positions) of every chain
-    /// equal a recomputation from its grid.
+    /// CSR DMALA proposal of chain j into `next` from the cached classes, and its statistics
+    /// into `scratch` (flip-set or full pass by flip-set size). Returns the number of flips.
+    fn csr_dmala_propose(&mut self, j: usize, rng: &mut ChainRng) -> u32 {
+        let Geometry::Csr(g) = &self.geo else { unreachable!("CSR geometry") };
+        let (d, nc) = (self.d, self.geo.n_classes());
+        rng.fill_bytes(&mut self.rbuf[..2 * d]);
+        let x = &self.grid[j];
+        let cls = &self.cls[j * d..(j + 1) * d];
+        let mut k = 0u32;
+        for i in 0..d {
+            let r16 = u16::from_le_bytes([self.rbuf[2 * i], self.rbuf[2 * i + 1]]);
+            let flip = decide(r16, &self.cl.thr[cls[i] as usize], rng);
+            self.next[i] = x[i] ^ flip as u8;
+            self.tag[i] = if flip { cls[i] } else { u8::MAX };
+            k += flip as u32;
+        }
+        if k > 0 {
+            collect_flipped(&self.tag, &mut self.scratch.flipped);
+            let hist = &self.hist[j * nc..(j + 1) * nc];
+            if k as usize * FULL_PASS_RATIO > d {
+                full_set_stats(g, &self.next, cls, hist, &mut self.cls_next, &mut self.scratch);
+            } else {
+                flip_set_stats(g, &self.next, cls, &mut self.scratch);
+            }
+            self.scratch.fold_dr(&self.cl);
+        }
+        k
+    }
+
+    /// Test hook: take the portable kernels even if the CPU has AVX2, so that tests can
+    /// compare the two forms.
+    #[cfg(test)]
+    pub(crate) fn use_portable_kernels(&mut self) {
+        self.avx2 = false;
+    }
+
+    /// Test hook: one torus proposal per chain (the kernel `step` uses for DULA and for the
+    /// DMALA proposal), drawn from `rngs` in the step's order; returns the proposals' bits
+    /// and leaves the chains where they were.
+    #[cfg(test)]
+    pub(crate) fn torus_proposals(&mut self, rngs: &mut [ChainRng]) -> Vec<u32> {
+        let Geometry::Torus { rows, cols } = self.geo else { panic!("not a padded torus") };
+        let mut out = vec![0; self.n * self.d];
+        for (j, p) in out.chunks_mut(self.d).enumerate() {
+            self.torus_propose(j, rows, cols, &mut rngs[j]);
+            gather(&self.geo, &self.next, p);
+        }
+        out
+    }
+
+    /// Test hook: whether the DMALA caches (histogram, (E₂, M), f, positions; classes on the
+    /// CSR path) of every chain equal a recomputation from its grid.
     #[cfg(test)]
     pub(crate) fn caches_consistent(&self) -> bool {
         let (d, nc) = (self.d, self.geo.n_classes());
@@ -492,7 +550,11 @@ impl IsingDlpChains {
             count_into(&c, &mut h);
             let (e2, m) = stats(&self.cl, &h);
             gather(&self.geo, &self.grid[j], &mut x);
-            c == self.cls[j * d..(j + 1) * d]
+            let csr_ok = match self.geo {
+                Geometry::Torus { .. } => true,
+                Geometry::Csr(_) => c == self.cls[j * d..(j + 1) * d],
+            };
+            csr_ok
                 && h == self.hist[j * nc..(j + 1) * nc]
                 && (e2, m) == (self.e2[j], self.mm[j])
                 && self.f[j] == self.f_of(e2, m)
@@ -600,7 +662,7 @@ fn scatter(geo: &Geometry, x: &[u32], g: &mut [u8]) {
             }
             refresh_ghosts(g, *rows, *cols);
         }
-        Geometry::Csr { .. } => {
+        Geometry::Csr(_) => {
             for (gi, &xi) in g.iter_mut().zip(x) {
                 *gi = xi as u8;
             }
@@ -636,7 +698,7 @@ fn gather_body(geo: &Geometry, g: &[u8], x: &mut [u32]) {
                 }
             }
         }
-        Geometry::Csr { .. } => {
+        Geometry::Csr(_) => {
             for (o, &s) in x.iter_mut().zip(g) {
                 *o = s as u32;
             }
@@ -672,14 +734,14 @@ fn classes_of(geo: &Geometry, g: &[u8], out: &mut [u8]) {
                 }
             }
         }
-        Geometry::Csr { offsets, nbrs, deg, dmax } => {
-            let s = dmax + 1;
-            for (i, o) in out.iter_mut().enumerate() {
-                let up: usize =
-                    nbrs[offsets[i] as usize..offsets[i + 1] as usize].iter().map(|&q| g[q as usize] as usize).sum();
-                *o = (g[i] as usize * s * s + deg[i] as usize * s + up) as u8;
-            }
-        }
+        Geometry::Csr(c) => csr_classes(c, g, out),
+    }
+}
+
+/// The class of every site of the bits `g` of a CSR lattice, into `out`.
+fn csr_classes(c: &Csr, g: &[u8], out: &mut [u8]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = class_at(c, g, i);
     }
 }
 
@@ -711,22 +773,11 @@ fn stats(cl: &Classes, h: &[u32]) -> (i64, i64) {
     (e2, m)
 }
 
-#[inline(always)]
-fn sel10(k: u8, t: &[u16; TORUS_CLASSES]) -> u16 {
-    let mut v = t[0];
-    for (j, &tj) in t.iter().enumerate().skip(1) {
-        if k == j as u8 {
-            v = tj;
-        }
-    }
-    v
-}
-
-/// Mask of the low 56 bits of a threshold (the second stage of the torus DULA test).
+/// Mask of the low 56 bits of a threshold (the second stage of the torus proposal test).
 const LOW56: u64 = (1 << 56) - 1;
 
-/// Torus DULA over positions `q0..q0 + ql` of the flattened padded range (position q is grid
-/// index q + w + 1), portable form: flip iff the byte r8[q] is below the class's top
+/// Torus proposal (DULA step, DMALA proposal) over positions `q0..q0 + ql` of the flattened
+/// padded range (position q is grid index q + w + 1), portable form: flip iff the byte r8[q] is below the class's top
 /// threshold byte, or equal to it and 56 more bits (`next_u64() >> 8`) are below the low 56
 /// bits; so the flip probability is exactly T/2⁶⁴. Ghost columns (interior 0) never flip and
 /// draw nothing. New bits go to `next`; returns the number of flips. Scalar (the tie branch
@@ -838,10 +889,11 @@ fn dula_avx2(
     flips
 }
 
-/// One torus DULA step of a chain: grid `x` → `next` (ghosts not refreshed), from `len`
-/// random bytes `r8` and, on ties, 8-byte draws from `rng` in site order.
+/// One torus DULA step (or DMALA proposal) of a chain: grid `x` → `next` (ghosts not
+/// refreshed), from `len` random bytes `r8` and, on ties, 8-byte draws from `rng` in site
+/// order.
 #[allow(clippy::too_many_arguments)]
-fn torus_dula(
+fn torus_kernel(
     avx2: bool,
     x: &[u8],
     next: &mut [u8],
@@ -862,9 +914,149 @@ fn torus_dula(
     dula_span_body(x, next, r8, interior, t8, lo56, 0, len, w, rng)
 }
 
+/// Torus DMALA statistics of the move from grid `x` to grid `y` (both with fresh ghosts)
+/// over positions `q0..q0 + ql` of the flattened padded range, portable form: adds the
+/// classes at y to the histogram `hy` (H') and Σ (s·Σu)(at y) − (s·Σu)(at x) over the flipped
+/// sites (`snb`, by class) to `sb`. Ghost columns (interior 0) are skipped.
+#[allow(clippy::too_many_arguments)]
+fn stats_span_body(
+    x: &[u8],
+    y: &[u8],
+    interior: &[u8],
+    snb: &[i8; 16],
+    q0: usize,
+    ql: usize,
+    w: usize,
+    hy: &mut [u32; TORUS_CLASSES],
+    sb: &mut i64,
+) {
+    let class = |g: &[u8], q: usize| (g[q] * 5 + g[q - w] + g[q + w] + g[q - 1] + g[q + 1]) as usize;
+    for (q, _) in interior.iter().enumerate().skip(q0).take(ql).filter(|&(_, &m)| m != 0) {
+        let g = q + w + 1;
+        let ky = class(y, g);
+        hy[ky] += 1;
+        if x[g] != y[g] {
+            *sb += (snb[ky] - snb[class(x, g)]) as i64;
+        }
+    }
+}
+
+/// Iterations (of 32 sites) between flushes of the per-lane byte counters of
+/// [`stats_avx2`]: a lane's counter grows by at most 1 per iteration.
+const STATS_FLUSH: usize = 255;
+
+/// The AVX2 form of [`stats_span_body`] over the whole range, in one pass: both class maps
+/// from five shifted loads each; classes 1–9 at y counted into per-lane byte counters
+/// (`cmpeq` + `sub`, flushed every [`STATS_FLUSH`] iterations; class 0 is the rest of the
+/// d sites); s·Σu at y and at x by `pshufb` on the flipped lanes (the others forced to index
+/// 255, which `pshufb` maps to 0), their difference summed by `sad`. The tail (< 32 sites)
+/// goes through the portable body. Returns (H', sb) as the portable body would.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn stats_avx2(
+    x: &[u8],
+    y: &[u8],
+    interior: &[u8],
+    snb: &[i8; 16],
+    len: usize,
+    w: usize,
+    d: usize,
+) -> ([u32; TORUS_CLASSES], i64) {
+    use std::arch::x86_64::*;
+    let g0 = w + 1;
+    // Every load reads 32 bytes at offset i < len − 31 of the ranges checked here.
+    assert!(g0 + len + w <= x.len() && g0 + len + w <= y.len() && len <= interior.len());
+    let vec_len = len - len % 32;
+    let mut hy = [0u32; TORUS_CLASSES];
+    // SAFETY: AVX2 is enabled on this function; every load is in bounds by the assert above
+    // (i + 32 ≤ vec_len ≤ len).
+    let mut sb = unsafe {
+        let load = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
+        let zero = _mm256_setzero_si256();
+        let sign = _mm256_set1_epi8(i8::MIN);
+        let t_snb = _mm256_broadcastsi128_si256(_mm_loadu_si128(snb.as_ptr() as *const __m128i));
+        let kk: [__m256i; TORUS_CLASSES] = std::array::from_fn(|k| _mm256_set1_epi8(k as i8));
+        let class = |p: *const u8| {
+            let mid = load(p);
+            let nb = _mm256_add_epi8(
+                _mm256_add_epi8(load(p.sub(w)), load(p.add(w))),
+                _mm256_add_epi8(load(p.sub(1)), load(p.add(1))),
+            );
+            let m2 = _mm256_add_epi8(mid, mid);
+            (mid, _mm256_add_epi8(_mm256_add_epi8(_mm256_add_epi8(m2, m2), mid), nb))
+        };
+        let hsum = |v: __m256i| {
+            let mut lanes = [0u64; 4];
+            _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, v);
+            lanes.iter().sum::<u64>()
+        };
+        let (xp, yp, ip) = (x.as_ptr(), y.as_ptr(), interior.as_ptr());
+        // Biased sums of the differences (each byte + 128, so `sad` sees them unsigned).
+        let mut acc = zero;
+        let mut i = 0;
+        while i < vec_len {
+            let end = vec_len.min(i + 32 * STATS_FLUSH);
+            let mut c = [zero; TORUS_CLASSES - 1];
+            while i < end {
+                let (xm, kx) = class(xp.add(g0 + i));
+                let (ym, ky) = class(yp.add(g0 + i));
+                let ghost = _mm256_cmpeq_epi8(load(ip.add(i)), zero);
+                let kyg = _mm256_or_si256(ky, ghost);
+                for (ck, &k) in c.iter_mut().zip(&kk[1..]) {
+                    // cmpeq is −1 on a match.
+                    *ck = _mm256_sub_epi8(*ck, _mm256_cmpeq_epi8(kyg, k));
+                }
+                let off = _mm256_or_si256(_mm256_cmpeq_epi8(xm, ym), ghost);
+                let dy = _mm256_shuffle_epi8(t_snb, _mm256_or_si256(ky, off));
+                let dx = _mm256_shuffle_epi8(t_snb, _mm256_or_si256(kx, off));
+                let diff = _mm256_xor_si256(_mm256_sub_epi8(dy, dx), sign);
+                acc = _mm256_add_epi64(acc, _mm256_sad_epu8(diff, zero));
+                i += 32;
+            }
+            for (h, &ck) in hy[1..].iter_mut().zip(&c) {
+                *h += hsum(_mm256_sad_epu8(ck, zero)) as u32;
+            }
+        }
+        hsum(acc) as i64 - 128 * vec_len as i64
+    };
+    if vec_len < len {
+        stats_span_body(x, y, interior, snb, vec_len, len - vec_len, w, &mut hy, &mut sb);
+    }
+    hy[0] = d as u32 - hy[1..].iter().sum::<u32>();
+    (hy, sb)
+}
+
+/// H' and Σ_k (R_k − F_k) (s·Σu)_k of the torus move from grid `x` to grid `y` (both with
+/// fresh ghosts; R × C interior, so `len` = R·(C+2) − 2 positions of the flattened range).
+fn torus_stats(
+    avx2: bool,
+    x: &[u8],
+    y: &[u8],
+    interior: &[u8],
+    snb: &[i8; 16],
+    rows: usize,
+    cols: usize,
+) -> ([u32; TORUS_CLASSES], i64) {
+    let (w, len) = (cols + 2, rows * (cols + 2) - 2);
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
+        return unsafe { stats_avx2(x, y, interior, snb, len, w, rows * cols) };
+    }
+    let _ = avx2;
+    let (mut hy, mut sb) = ([0; TORUS_CLASSES], 0);
+    stats_span_body(x, y, interior, snb, 0, len, w, &mut hy, &mut sb);
+    (hy, sb)
+}
+
 impl FlipScratch {
     fn new(d: usize, nc: usize) -> Self {
-        FlipScratch { seen: vec![0; d], dh: vec![0; nc], fw: vec![0; nc], rv: vec![0; nc], ..Default::default() }
+        FlipScratch { seen: vec![0; d], dh: vec![0; nc], dr: vec![0; nc], ..Default::default() }
+    }
+
+    /// `sb` from the per-class R − F of the CSR statistics.
+    fn fold_dr(&mut self, cl: &Classes) {
+        self.sb = self.dr.iter().zip(&cl.snb).map(|(&r, &v)| r * v).sum();
     }
 }
 
@@ -896,221 +1088,71 @@ fn collect_flipped(tag: &[u8], out: &mut Vec<u32>) {
     out.truncate(n);
 }
 
-/// (grid index → site, grid index → mirrored interior grid index) of a geometry.
-fn grid_maps(geo: &Geometry, d: usize) -> (Vec<u32>, Vec<u32>) {
-    match geo {
-        Geometry::Torus { rows, cols } => {
-            let (r, c, w) = (*rows, *cols, cols + 2);
-            let canon: Vec<u32> = (0..(r + 2) * w)
-                .map(|q| {
-                    let (gr, gc) = ((q / w + r - 1) % r, (q % w + c - 1) % c);
-                    ((gr + 1) * w + gc + 1) as u32
-                })
-                .collect();
-            let site_of = canon.iter().map(|&q| ((q as usize / w - 1) * c + q as usize % w - 1) as u32).collect();
-            (site_of, canon)
-        }
-        Geometry::Csr { .. } => ((0..d as u32).collect(), (0..d as u32).collect()),
-    }
-}
-
-/// The class of the site at grid index `q` of the grid `g`; torus grids need fresh ghosts.
+/// The class of site `q` of the bits `g` of a CSR lattice.
 #[inline]
-fn class_at(geo: &Geometry, g: &[u8], q: usize) -> u8 {
-    match geo {
-        Geometry::Torus { cols, .. } => {
-            let w = cols + 2;
-            g[q] * 5 + g[q - w] + g[q + w] + g[q - 1] + g[q + 1]
-        }
-        Geometry::Csr { offsets, nbrs, deg, dmax } => {
-            let sz = dmax + 1;
-            let up: usize =
-                nbrs[offsets[q] as usize..offsets[q + 1] as usize].iter().map(|&t| g[t as usize] as usize).sum();
-            (g[q] as usize * sz * sz + deg[q] as usize * sz + up) as u8
-        }
-    }
+fn class_at(c: &Csr, g: &[u8], q: usize) -> u8 {
+    let sz = c.dmax + 1;
+    let up: usize =
+        c.nbrs[c.offsets[q] as usize..c.offsets[q + 1] as usize].iter().map(|&t| g[t as usize] as usize).sum();
+    (g[q] as usize * sz * sz + c.deg[q] as usize * sz + up) as u8
 }
 
-/// Flip sets larger than d / this take [`full_set_stats`]: visiting a flipped site and its
-/// neighbours costs about as much as this many sites of the vectorised full pass (measured
-/// on the bench lattices; DMALA proposals at small α flip 10–20% of the sites).
+/// CSR flip sets larger than d / this take [`full_set_stats`]: visiting a flipped site and
+/// its neighbours costs about as much as this many sites of a full pass (measured on the
+/// torus bench lattices when they took this path; proposals at small α flip 10–20%).
 const FULL_PASS_RATIO: usize = 16;
 
-/// The same statistics as [`flip_set_stats`] from one vectorised pass over all sites at y:
-/// classes at y into `cls_y` (by site), H' − H from their histogram and `hist` (at x), F and
-/// R from the flipped sites; `sc.changed` is left empty (the caller copies `cls_y`).
-fn full_set_stats(
-    geo: &Geometry,
-    site_of: &[u32],
-    y: &[u8],
-    cls_x: &[u8],
-    hist: &[u32],
-    cls_y: &mut [u8],
-    sc: &mut FlipScratch,
-) {
-    classes_of(geo, y, cls_y);
+/// The same statistics as [`flip_set_stats`] from one pass over all sites at y: classes at
+/// y into `cls_y`, H' − H from their histogram and `hist` (at x), R − F from the flipped
+/// sites; `sc.changed` is left empty (the caller copies `cls_y`).
+fn full_set_stats(c: &Csr, y: &[u8], cls_x: &[u8], hist: &[u32], cls_y: &mut [u8], sc: &mut FlipScratch) {
+    csr_classes(c, y, cls_y);
     let mut h2 = vec![0u32; hist.len()];
     count_into(cls_y, &mut h2);
     for ((dh, &a), &b) in sc.dh.iter_mut().zip(&h2).zip(hist) {
         *dh = a as i64 - b as i64;
     }
-    sc.fw.fill(0);
-    sc.rv.fill(0);
+    sc.dr.fill(0);
     sc.changed.clear();
-    for &q in &sc.flipped {
-        let s = site_of[q as usize] as usize;
-        sc.fw[cls_x[s] as usize] += 1;
-        sc.rv[cls_y[s] as usize] += 1;
+    for &s in &sc.flipped {
+        sc.dr[cls_x[s as usize] as usize] -= 1;
+        sc.dr[cls_y[s as usize] as usize] += 1;
     }
 }
 
-/// H' − H, F and R of a proposal from its flipped sites (`sc.flipped`, grid indices), the
-/// proposal's grid `y` and the classes at x (by site): only the flipped sites and their
-/// neighbours can change class, so each of them is visited once (epoch stamps) and its class
-/// at y computed. Also records the sites whose class changed (`sc.changed`), to update the
-/// cache on acceptance. The torus works in grid indices throughout (neighbours q ± 1, q ± w
-/// mapped off the ghosts by `canon`), so no division per site.
-fn flip_set_stats(geo: &Geometry, site_of: &[u32], canon: &[u32], y: &[u8], cls_x: &[u8], sc: &mut FlipScratch) {
+/// H' − H and R − F of a proposal from its flipped sites (`sc.flipped`), the proposal's
+/// bits `y` and the classes at x: only the flipped sites and their neighbours can change
+/// class, so each of them is visited once (epoch stamps) and its class at y computed. Also
+/// records the sites whose class changed (`sc.changed`), to update the cache on acceptance.
+fn flip_set_stats(c: &Csr, y: &[u8], cls_x: &[u8], sc: &mut FlipScratch) {
     sc.dh.fill(0);
-    sc.fw.fill(0);
-    sc.rv.fill(0);
+    sc.dr.fill(0);
     sc.changed.clear();
     sc.epoch = sc.epoch.wrapping_add(1);
     if sc.epoch == 0 {
         sc.seen.fill(0);
         sc.epoch = 1;
     }
-    let FlipScratch { flipped, seen, epoch, changed, dh, fw, rv } = sc;
+    let FlipScratch { flipped, seen, epoch, changed, dh, dr, .. } = sc;
     let mut visit = |q: usize| {
         if seen[q] == *epoch {
             return;
         }
         seen[q] = *epoch;
-        let s = site_of[q] as usize;
-        let (cx, cy) = (cls_x[s], class_at(geo, y, q));
+        let (cx, cy) = (cls_x[q], class_at(c, y, q));
         if cx != cy {
             dh[cx as usize] -= 1;
             dh[cy as usize] += 1;
-            changed.push((s as u32, cy));
+            changed.push((q as u32, cy));
         }
     };
     for &q in flipped.iter() {
         let q = q as usize;
-        fw[cls_x[site_of[q] as usize] as usize] += 1;
-        rv[class_at(geo, y, q) as usize] += 1;
+        dr[cls_x[q] as usize] -= 1;
+        dr[class_at(c, y, q) as usize] += 1;
         visit(q);
-        match geo {
-            Geometry::Torus { cols, .. } => {
-                let w = cols + 2;
-                for t in [q - w, q - 1, q + 1, q + w] {
-                    visit(canon[t] as usize);
-                }
-            }
-            Geometry::Csr { offsets, nbrs, .. } => {
-                for &t in &nbrs[offsets[q] as usize..offsets[q + 1] as usize] {
-                    visit(t as usize);
-                }
-            }
+        for &t in &c.nbrs[c.offsets[q] as usize..c.offsets[q + 1] as usize] {
+            visit(t as usize);
         }
     }
-}
-
-/// DMALA pass 1 on one torus row: stage-1 decisions from the cached classes; the flipped
-/// sites' classes go to `tag` at their grid index (255 elsewhere). Returns (flips, any tie).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn propose_row_body(
-    x: &[u8],
-    next: &mut [u8],
-    rbuf: &[u8],
-    cls: &[u8],
-    tag: &mut [u8],
-    hi: &[u16; TORUS_CLASSES],
-    row: usize,
-    c: usize,
-) -> (u32, bool) {
-    let w = c + 2;
-    let mid = &x[(row + 1) * w + 1..][..c];
-    let cls = &cls[row * c..][..c];
-    let tag = &mut tag[(row + 1) * w + 1..][..c];
-    let rnd = &rbuf[2 * row * c..][..2 * c];
-    let out = &mut next[(row + 1) * w + 1..][..c];
-    let mut flips = 0u32;
-    let mut tie = 0u8;
-    for i in 0..c {
-        let k = cls[i];
-        let t = sel10(k, hi);
-        let r = u16::from_le_bytes([rnd[2 * i], rnd[2 * i + 1]]);
-        let f = (r < t) as u8;
-        tie |= (r == t) as u8;
-        out[i] = mid[i] ^ f;
-        tag[i] = if f != 0 { k } else { u8::MAX };
-        flips += f as u32;
-    }
-    (flips, tie != 0)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-fn propose_row_avx2(
-    x: &[u8],
-    next: &mut [u8],
-    rbuf: &[u8],
-    cls: &[u8],
-    tag: &mut [u8],
-    hi: &[u16; TORUS_CLASSES],
-    row: usize,
-    c: usize,
-) -> (u32, bool) {
-    propose_row_body(x, next, rbuf, cls, tag, hi, row, c)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn torus_propose_row(
-    avx2: bool,
-    x: &[u8],
-    next: &mut [u8],
-    rbuf: &[u8],
-    cls: &[u8],
-    tag: &mut [u8],
-    hi: &[u16; TORUS_CLASSES],
-    row: usize,
-    c: usize,
-) -> (u32, bool) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: `avx2` is true only when the CPU reported AVX2 at run time.
-        return unsafe { propose_row_avx2(x, next, rbuf, cls, tag, hi, row, c) };
-    }
-    let _ = avx2;
-    propose_row_body(x, next, rbuf, cls, tag, hi, row, c)
-}
-
-/// Tie resolution for DMALA pass 1 (classes cached); returns the change in the flip count.
-#[allow(clippy::too_many_arguments)]
-fn resolve_ties_tagged(
-    x: &[u8],
-    next: &mut [u8],
-    rbuf: &[u8],
-    cls: &[u8],
-    tag: &mut [u8],
-    thr: &[Threshold],
-    row: usize,
-    c: usize,
-    rng: &mut ChainRng,
-) -> i64 {
-    let w = c + 2;
-    let mut delta = 0;
-    for i in 0..c {
-        let s = row * c + i;
-        let k = cls[s] as usize;
-        let r16 = u16::from_le_bytes([rbuf[2 * s], rbuf[2 * s + 1]]);
-        if r16 == thr[k].hi && (rng.next_u64() >> 16) < thr[k].lo {
-            next[(row + 1) * w + i + 1] = x[(row + 1) * w + i + 1] ^ 1;
-            tag[(row + 1) * w + i + 1] = k as u8;
-            delta += 1;
-        }
-    }
-    delta
 }

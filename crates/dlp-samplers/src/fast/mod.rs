@@ -16,7 +16,7 @@
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | `Rbm`, no preconditioner | [`rbm`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
-//! draw (16 bits; 8 bits in the torus DULA kernel) is compared with the top bits of
+//! draw (16 bits; 8 bits in the torus DULA and DMALA kernels) is compared with the top bits of
 //! T = ⌊p·2⁶⁴⌋ and only on a tie (probability 2⁻¹⁶, resp. 2⁻⁸) are the remaining 48 (56)
 //! bits drawn — so a decision costs 1–2 random bytes on average and the realised flip
 //! probability is exactly T/2⁶⁴ (within 2⁻⁶⁴ of p; the generic path's f64 uniform realises p

@@ -73,6 +73,20 @@ fn flip_probabilities_equal_the_generic_logits_for_every_state() {
     }
 }
 
+/// The generic path's DMALA log acceptance ratio of the move x → y.
+fn generic_ratio(m: &IsingModel, proposal: &DlpProposal, x: &[u32], y: &[u32]) -> f64 {
+    let d = x.len();
+    let space = dlp_core::Target::space(m);
+    let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+    let fx = dlp_core::Target::log_density_grad(m, x, &mut g);
+    let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
+    let fwd = proposal.log_prob(space, x, y, &l, lzx);
+    let fy = dlp_core::Target::log_density_grad(m, y, &mut g);
+    let lzy = proposal.logits(space, y, &g, &mut l, &mut z);
+    let rev = proposal.log_prob(space, y, x, &l, lzy);
+    log_accept_ratio(fx, fy, fwd, rev)
+}
+
 #[test]
 fn dmala_log_accept_ratios_equal_the_generic_ones() {
     let mut rng = dlp_core::setup_rng(11);
@@ -80,24 +94,13 @@ fn dmala_log_accept_ratios_equal_the_generic_ones() {
         let d = m.d();
         let proposal = DlpProposal::new(0.4, None).unwrap();
         let chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &vec![0; d]).unwrap();
-        let space = dlp_core::Target::space(&m);
-        let generic = |x: &[u32], y: &[u32]| {
-            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-            let fx = dlp_core::Target::log_density_grad(&m, x, &mut g);
-            let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
-            let fwd = proposal.log_prob(space, x, y, &l, lzx);
-            let fy = dlp_core::Target::log_density_grad(&m, y, &mut g);
-            let lzy = proposal.logits(space, y, &g, &mut l, &mut z);
-            let rev = proposal.log_prob(space, y, x, &l, lzy);
-            log_accept_ratio(fx, fy, fwd, rev)
-        };
         for _ in 0..3000 {
             let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
             let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
             if x == y {
                 continue;
             }
-            let (a, b) = (chains.log_accept_ratio(&x, &y), generic(&x, &y));
+            let (a, b) = (chains.log_accept_ratio(&x, &y), generic_ratio(&m, &proposal, &x, &y));
             assert!((a - b).abs() < 1e-10, "{name}: x={x:?} y={y:?}: fast {a} generic {b}");
         }
     }
@@ -279,12 +282,21 @@ fn chains_started_apart_equal_chains_started_together() {
 }
 
 /// Lattices large enough for the AVX2 torus kernels (flattened range ≥ 32 sites plus a
-/// tail): 8×8 (78 positions: two vectors and a 14-site tail) and a non-square 7×13.
+/// tail): 8×8 (78 positions: two vectors and a 14-site tail), a non-square 7×13 and a 9×40
+/// binary torus (358 positions: 11 vectors and a 6-site tail).
 fn wide_tori() -> Vec<(&'static str, IsingModel)> {
     vec![
         ("8x8", IsingModel::paper_lattice(8, 0.3, 0.1)),
         ("7x13", IsingModel::lattice(&[7, 13], true, -0.25, vec![0.15; 91], DomainKind::Spin).unwrap()),
+        ("9x40 binary", IsingModel::lattice(&[9, 40], true, 0.35, vec![-0.3; 360], DomainKind::Binary).unwrap()),
     ]
+}
+
+/// A torus whose flattened range (100·99 − 2 = 9,898 positions) takes 309 AVX2 iterations
+/// and a 10-site tail, so each lane of the DMALA statistics pass sees more than 255 sites
+/// (its byte counters must be flushed) and the width is not a multiple of 32.
+fn big_torus() -> (&'static str, IsingModel) {
+    ("100x97", IsingModel::lattice(&[100, 97], true, 0.2, vec![-0.1; 9700], DomainKind::Spin).unwrap())
 }
 
 #[test]
@@ -357,10 +369,11 @@ fn lazy_dula_positions_equal_eagerly_read_positions() {
 
 #[test]
 fn dmala_flip_set_caches_stay_equal_to_a_recomputation() {
-    // Classes, histograms, (E₂, M), f and positions are updated from the flipped sites and
-    // their neighbours only (small flip sets) or from a full pass (large ones); after every
+    // Histograms, (E₂, M), f and positions (and on the CSR lattices the classes) are updated
+    // on acceptance only: from the fused pass on the torus, from the flipped sites and their
+    // neighbours (small flip sets) or a full pass (large ones) on the CSR path; after every
     // step they must equal a full recomputation. α = 0.1 on the 20×20 torus gives flip sets
-    // of a few sites (the flip-set path), α = 1.5 on the small lattices large ones.
+    // of a few sites, α = 1.5 on the small lattices large ones.
     let mut models = wide_tori();
     models.push(("20x20", IsingModel::paper_lattice(20, 0.2, 0.1)));
     models.extend(lattices());
@@ -384,6 +397,124 @@ fn dmala_flip_set_caches_stay_equal_to_a_recomputation() {
                 }
             }
             assert!(accepted > 5, "{name} α={alpha}: only {accepted} moves accepted");
+        }
+    }
+}
+
+#[test]
+fn torus_dmala_statistics_equal_the_generic_ratio_in_both_kernel_forms() {
+    // The fused statistics pass (AVX2 loop, its scalar tail, byte counters flushed every 255
+    // iterations) and its portable form, each against the generic ratio. The all-0 ↔ all-1
+    // moves put every site of y in one class, so on 100×97 an unflushed byte counter of that
+    // class wraps (309 sites per lane); the other pairs mix flip rates 1–90% on sparse and
+    // dense states. Deterministic verdict: the two forms must agree bit for bit, and each
+    // must match the generic ratio to 1e-10, relative above |A| = 1: the generic path sums
+    // f64 terms over all d sites, which on 100×97 costs it up to 2e-9 at |A| ≈ 200 (all-0 →
+    // all-1 against a 40-digit evaluation: generic off by 2.2e-9, this path by 5e-13).
+    let mut rng = dlp_core::setup_rng(12);
+    let proposal = DlpProposal::new(0.4, None).unwrap();
+    for (name, m) in wide_tori().into_iter().chain([big_torus()]) {
+        let d = m.d();
+        let avx2 = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &vec![0; d]).unwrap();
+        let mut portable = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &vec![0; d]).unwrap();
+        portable.use_portable_kernels();
+        let checker: Vec<u32> = (0..d).map(|i| (i % 2) as u32).collect();
+        let mut pairs = vec![(vec![0; d], vec![1; d]), (vec![1; d], vec![0; d]), (checker.clone(), vec![1; d])];
+        pairs.push((vec![0; d], checker));
+        let reps = if d > 1000 { 40 } else { 400 };
+        for _ in 0..reps {
+            for density in [0.1, 0.5, 0.9] {
+                for flip in [0.01, 0.2, 0.9] {
+                    let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_bool(&mut rng, density) as u32).collect();
+                    let y: Vec<u32> = x.iter().map(|&v| v ^ rand::RngExt::random_bool(&mut rng, flip) as u32).collect();
+                    pairs.push((x, y));
+                }
+            }
+        }
+        for (x, y) in &pairs {
+            let want = generic_ratio(&m, &proposal, x, y);
+            assert_eq!(avx2.log_accept_ratio(x, y).to_bits(), portable.log_accept_ratio(x, y).to_bits(), "{name}");
+            for (form, c) in [("avx2", &avx2), ("portable", &portable)] {
+                let got = c.log_accept_ratio(x, y);
+                assert!((got - want).abs() < 1e-10 * want.abs().max(1.0), "{name} {form}: fast {got} generic {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn torus_dmala_kernel_forms_give_identical_chains() {
+    // The AVX2 kernels and their portable forms make the same decisions from the same random
+    // bytes, so chains stepped from the same seeds must agree bit for bit (positions, f,
+    // records), and every cache must stay equal to a recomputation. α = 0.1 gives small flip
+    // sets, 1.5 large ones. (Without AVX2 both sides are portable and the test is vacuous.)
+    for (name, m) in wide_tori().into_iter().chain([big_torus()]) {
+        let d = m.d();
+        let steps = if d > 1000 { 40 } else { 200 };
+        for alpha in [0.1, 0.4, 1.5] {
+            let proposal = DlpProposal::new(alpha, None).unwrap();
+            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 2) % 5 < 2) as u32).collect();
+            let mut a = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &x0).unwrap();
+            let mut b = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &x0).unwrap();
+            b.use_portable_kernels();
+            let (mut ra, mut rb) = (chain_rngs(41, 0, 3), chain_rngs(41, 0, 3));
+            let (mut ia, mut ib) = (vec![StepInfo::default(); 3], vec![StepInfo::default(); 3]);
+            let mut moved = 0;
+            for t in 0..steps {
+                dlp_core::Chains::step(&mut a, &mut ra, &mut ia);
+                dlp_core::Chains::step(&mut b, &mut rb, &mut ib);
+                moved += ia.iter().filter(|s| s.n_changed > 0).count();
+                assert_eq!(dlp_core::Chains::positions(&a), dlp_core::Chains::positions(&b), "{name} α={alpha} {t}");
+                assert_eq!(dlp_core::Chains::log_densities(&a), dlp_core::Chains::log_densities(&b));
+                for (p, q) in ia.iter().zip(&ib) {
+                    assert_eq!((p.accepted, p.n_proposed, p.n_changed), (q.accepted, q.n_proposed, q.n_changed));
+                    assert_eq!(p.accept_prob.to_bits(), q.accept_prob.to_bits(), "{name} α={alpha} step {t}");
+                }
+                assert!(a.caches_consistent() && b.caches_consistent(), "{name} α={alpha} step {t}");
+            }
+            assert!(moved > 0, "{name} α={alpha}: no move accepted");
+        }
+    }
+}
+
+#[test]
+fn torus_dmala_proposals_have_the_exact_per_class_flip_probabilities() {
+    // The DMALA proposal on the torus is the 8-bit-first-stage kernel (ties, 2⁻⁸ per site,
+    // resolved with 56 more bits in site order), in both forms. One proposal from a fixed
+    // mixed state per chain, n chains: per distinct flip probability p (a class) the pooled
+    // number of flips is Binomial(N, p), N = n × sites of the class. A mishandled tie moves a
+    // class's frequency by up to 2⁻⁸ ≈ 3.9e-3, ≥ 20σ here. Bound: 5.5σ + 1/N per class
+    // (normal tail 3.8e-8; ≤ 120 comparisons over lattices, α and forms → false-failure
+    // < 1e-5).
+    let n = 20_000;
+    for alpha in [0.3, 2.0] {
+        let proposal = DlpProposal::new(alpha, None).unwrap();
+        for (name, m) in wide_tori() {
+            for portable in [false, true] {
+                let d = m.d();
+                let x: Vec<u32> = (0..d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
+                let x0: Vec<u32> = x.iter().copied().cycle().take(n * d).collect();
+                let mut chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), true, &x0).unwrap();
+                if portable {
+                    chains.use_portable_kernels();
+                }
+                let p = chains.flip_probabilities(&x);
+                let ys = chains.torus_proposals(&mut chain_rngs(78, 0, n));
+                let mut pooled: BTreeMap<u64, (f64, u64, u64)> = BTreeMap::new();
+                for (i, &pi) in p.iter().enumerate() {
+                    let e = pooled.entry(pi.to_bits()).or_insert((pi, 0, 0));
+                    e.1 += n as u64;
+                    e.2 += (0..n).filter(|&j| ys[j * d + i] != x[i]).count() as u64;
+                }
+                assert!(pooled.len() >= 4, "{name}: the start state should cover several classes");
+                for (pi, trials, flips) in pooled.values() {
+                    let nn = *trials as f64;
+                    let sd = (pi * (1.0 - pi) / nn).sqrt();
+                    let freq = *flips as f64 / nn;
+                    let form = if portable { "portable" } else { "avx2" };
+                    assert!((freq - pi).abs() <= 5.5 * sd + 1.0 / nn, "{name} {form} α={alpha}: p {pi} vs {freq}");
+                }
+            }
         }
     }
 }
