@@ -1,0 +1,92 @@
+//! `dlp bench` end to end on tiny configurations: the JSON-lines records the peer harness
+//! joins on (schema fields, thread-count identity), and the error rows (one `error:` line,
+//! exit 2, nothing on stdout, no output file).
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn dlp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dlp")).arg("bench").args(args).output().unwrap()
+}
+
+fn records(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn ising_records_carry_the_join_keys_and_identical_threads() {
+    let out = dlp(&[
+        "--L",
+        "5",
+        "--B",
+        "3",
+        "--sigmas",
+        "0.1",
+        "--threads",
+        "1,2",
+        "--samplers",
+        "dula,dmala",
+        "--no-rbm",
+        "--budget",
+        "0.01",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&out);
+    assert_eq!(recs.len(), 4, "2 samplers × 2 thread counts");
+    for r in &recs {
+        for key in ["impl", "sampler", "model", "L", "dims", "chains", "sigma", "threads", "seconds_per_step"] {
+            assert!(r.get(key).is_some(), "missing {key} in {r}");
+        }
+        assert_eq!(r["model"], "ising");
+        assert_eq!(r["dims"], 25);
+        assert!(r["seconds_per_step"].as_f64().unwrap() > 0.0);
+        if r["threads"] == 2 {
+            assert_eq!(r["identical_to_first_threads"], true, "{r}");
+        }
+    }
+}
+
+#[test]
+fn rbm_records_say_how_many_steps_were_burnt_in() {
+    let out = dlp(&[
+        "--rbm-only",
+        "--rbm-chains",
+        "2",
+        "--rbm-samplers",
+        "dmala-f32",
+        "--rbm-burn-in",
+        "2",
+        "--threads",
+        "1",
+        "--budget",
+        "0.01",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&out);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["sampler"], "dmala-f32");
+    assert_eq!(recs[0]["burn_in"], 2);
+    assert_eq!(recs[0]["dims"], 784);
+}
+
+#[test]
+fn bad_input_is_one_error_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.jsonl");
+    let file = file.to_str().unwrap();
+    for args in [
+        vec!["--budget", "0", "--no-rbm", "--out", file],
+        vec!["--budget", "nan", "--no-rbm", "--out", file],
+        vec!["--samplers", "nope", "--no-rbm", "--out", file],
+        vec!["--threads", "0", "--no-rbm", "--out", file],
+        vec!["--L", "0", "--no-rbm", "--out", file],
+    ] {
+        let out = dlp(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!std::path::Path::new(file).exists(), "{args:?} left a file");
+    }
+}
