@@ -299,6 +299,28 @@ fn big_torus() -> (&'static str, IsingModel) {
     ("100x97", IsingModel::lattice(&[100, 97], true, 0.2, vec![-0.1; 9700], DomainKind::Spin).unwrap())
 }
 
+/// Chains that all started at `x` (per-site flip probabilities `p`) now at `ys` (n × d):
+/// pools the flips of each distinct probability (a class) and checks each pooled frequency
+/// within 5.5σ + 1/N of its p (the callers state the family-wise rate); returns all flips.
+fn check_class_flip_frequencies(x: &[u32], p: &[f64], ys: &[u32], what: &str) -> u64 {
+    let d = x.len();
+    let n = ys.len() / d;
+    let mut pooled: BTreeMap<u64, (f64, u64, u64)> = BTreeMap::new();
+    for (i, &pi) in p.iter().enumerate() {
+        let e = pooled.entry(pi.to_bits()).or_insert((pi, 0, 0));
+        e.1 += n as u64;
+        e.2 += (0..n).filter(|&j| ys[j * d + i] != x[i]).count() as u64;
+    }
+    assert!(pooled.len() >= 4, "{what}: the start state should cover several classes");
+    for (pi, trials, flips) in pooled.values() {
+        let nn = *trials as f64;
+        let sd = (pi * (1.0 - pi) / nn).sqrt();
+        let freq = *flips as f64 / nn;
+        assert!((freq - pi).abs() <= 5.5 * sd + 1.0 / nn, "{what}: p {pi} vs freq {freq}");
+    }
+    pooled.values().map(|v| v.2).sum()
+}
+
 #[test]
 fn torus_dula_flip_frequencies_match_the_exact_probabilities_per_class() {
     // One DULA step from a fixed mixed state, n chains: per distinct flip probability p (a
@@ -318,22 +340,14 @@ fn torus_dula_flip_frequencies_match_the_exact_probabilities_per_class() {
             let mut rngs = chain_rngs(77, 0, n);
             let mut info = vec![StepInfo::default(); n];
             dlp_core::Chains::step(&mut chains, &mut rngs, &mut info);
-            let pos = dlp_core::Chains::positions(&chains);
-            let mut pooled: BTreeMap<u64, (f64, u64, u64)> = BTreeMap::new();
-            for (i, &pi) in p.iter().enumerate() {
-                let e = pooled.entry(pi.to_bits()).or_insert((pi, 0, 0));
-                e.1 += n as u64;
-                e.2 += (0..n).filter(|&j| pos[j * d + i] != x[i]).count() as u64;
-            }
-            assert!(pooled.len() >= 4, "{name}: the start state should cover several classes");
-            for (pi, trials, flips) in pooled.values() {
-                let nn = *trials as f64;
-                let sd = (pi * (1.0 - pi) / nn).sqrt();
-                let freq = *flips as f64 / nn;
-                assert!((freq - pi).abs() <= 5.5 * sd + 1.0 / nn, "{name} α={alpha}: p {pi} vs freq {freq}");
-            }
+            let flips = check_class_flip_frequencies(
+                &x,
+                &p,
+                dlp_core::Chains::positions(&chains),
+                &format!("{name} α={alpha}"),
+            );
             let total: u64 = info.iter().map(|s| s.n_changed as u64).sum();
-            assert_eq!(total, pooled.values().map(|v| v.2).sum::<u64>(), "{name}: StepInfo flip counts");
+            assert_eq!(total, flips, "{name}: StepInfo flip counts");
         }
     }
 }
@@ -500,20 +514,8 @@ fn torus_dmala_proposals_have_the_exact_per_class_flip_probabilities() {
                 }
                 let p = chains.flip_probabilities(&x);
                 let ys = chains.torus_proposals(&mut chain_rngs(78, 0, n));
-                let mut pooled: BTreeMap<u64, (f64, u64, u64)> = BTreeMap::new();
-                for (i, &pi) in p.iter().enumerate() {
-                    let e = pooled.entry(pi.to_bits()).or_insert((pi, 0, 0));
-                    e.1 += n as u64;
-                    e.2 += (0..n).filter(|&j| ys[j * d + i] != x[i]).count() as u64;
-                }
-                assert!(pooled.len() >= 4, "{name}: the start state should cover several classes");
-                for (pi, trials, flips) in pooled.values() {
-                    let nn = *trials as f64;
-                    let sd = (pi * (1.0 - pi) / nn).sqrt();
-                    let freq = *flips as f64 / nn;
-                    let form = if portable { "portable" } else { "avx2" };
-                    assert!((freq - pi).abs() <= 5.5 * sd + 1.0 / nn, "{name} {form} α={alpha}: p {pi} vs {freq}");
-                }
+                let form = if portable { "portable" } else { "avx2" };
+                check_class_flip_frequencies(&x, &p, &ys, &format!("{name} {form} α={alpha}"));
             }
         }
     }
