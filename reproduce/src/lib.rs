@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result, anyhow};
 use dlp_core::stats::{RunningMean, log_rmse};
-use dlp_core::{Observer, Space, StepContext, StepInfo};
+use dlp_core::{Observer, Space, States, StepContext, StepInfo};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -329,7 +329,8 @@ impl Observer for MeanErrorObserver<'_> {
         self.checkpoint(0, 0.0);
     }
 
-    fn observe(&mut self, ctx: &StepContext, positions: &[u32], info: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
+        let positions = states.positions();
         self.add(positions);
         for i in info {
             self.accepted += i.accepted as u64;

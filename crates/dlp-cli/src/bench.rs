@@ -256,7 +256,7 @@ struct Tally {
 }
 
 impl dlp_core::Observer for Tally {
-    fn observe(&mut self, _: &dlp_core::StepContext, _: &[u32], info: &[StepInfo]) {
+    fn observe(&mut self, _: &dlp_core::StepContext, _: dlp_core::States<'_>, info: &[StepInfo]) {
         for i in info {
             self.records += 1;
             self.accepted += i.accepted as u64;

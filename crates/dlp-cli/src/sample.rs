@@ -3,7 +3,7 @@
 //! optionally, every kept state with its chain and step.
 
 use dlp_cli::{CliError, atomic_write, check_writable, io_reason, progress_bar};
-use dlp_core::{Observer, RunOptions, Space, StepContext, StepInfo, run_chains, setup_rng};
+use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains, setup_rng};
 use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
 use std::fmt::Write as _;
@@ -114,7 +114,7 @@ struct SampleObserver {
 }
 
 impl Observer for SampleObserver {
-    fn observe(&mut self, ctx: &StepContext, positions: &[u32], _info: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, _info: &[StepInfo]) {
         // The bar is shared by all tasks; batching increments keeps it off the hot path.
         self.pending += self.n_chains as u64;
         if self.pending >= 4096 {
@@ -126,7 +126,7 @@ impl Observer for SampleObserver {
             && (ctx.step - burn_in).is_multiple_of(thin)
         {
             self.kept_steps.push(ctx.step);
-            self.kept_states.extend_from_slice(positions);
+            self.kept_states.extend_from_slice(states.positions());
         }
     }
 }

@@ -28,7 +28,7 @@ pub mod target;
 pub mod testing;
 
 pub use rng::{ChainRng, chain_rng, chain_rngs, setup_rng};
-pub use run::{Observer, RunOptions, RunOutput, StepContext, run_chains};
+pub use run::{Observer, RunOptions, RunOutput, States, StepContext, run_chains};
 pub use sampler::{Chains, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
 pub use space::{DomainKind, Space};
 pub use target::{DataTarget, Target};

@@ -40,12 +40,26 @@ pub trait Observer: Send {
         let _ = (first_chain, positions);
     }
     /// Called after every step with the task's states and step records.
-    fn observe(&mut self, ctx: &StepContext, positions: &[u32], info: &[StepInfo]);
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]);
+}
+
+/// The task's current states, handed to [`Observer::observe`] unconverted: fast paths that
+/// keep their own layout (the lattice DULA grids) build `n × d` positions only when an
+/// observer asks, so observers that look at states every k-th step, or never, do not pay
+/// for the conversion on the other steps.
+#[derive(Clone, Copy)]
+pub struct States<'a>(&'a dyn Chains);
+
+impl<'a> States<'a> {
+    /// Positions of the task's chains, `n × d` row-major.
+    pub fn positions(&self) -> &'a [u32] {
+        self.0.positions()
+    }
 }
 
 /// An observer that records nothing.
 impl Observer for () {
-    fn observe(&mut self, _: &StepContext, _: &[u32], _: &[StepInfo]) {}
+    fn observe(&mut self, _: &StepContext, _: States<'_>, _: &[StepInfo]) {}
 }
 
 /// What a run returns.
@@ -113,7 +127,7 @@ where
                 task.chains.step(&mut task.rngs, &mut task.info);
                 task.step_seconds += t0.elapsed().as_secs_f64();
                 let ctx = StepContext { step, first_chain: task.first_chain, step_seconds: task.step_seconds };
-                task.observer.observe(&ctx, task.chains.positions(), &task.info);
+                task.observer.observe(&ctx, States(task.chains.as_ref()), &task.info);
             }
         })
     };

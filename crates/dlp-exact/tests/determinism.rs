@@ -7,7 +7,7 @@ mod common;
 
 use common::cases;
 use dlp_core::testing::Quadratic;
-use dlp_core::{Observer, RunOptions, StepContext, StepInfo, Target, run_chains};
+use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains};
 use dlp_samplers::build_sampler;
 use std::collections::BTreeMap;
 
@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 struct Trace(Vec<(Vec<u32>, Vec<StepInfo>)>);
 
 impl Observer for Trace {
-    fn observe(&mut self, _: &StepContext, positions: &[u32], info: &[StepInfo]) {
-        self.0.push((positions.to_vec(), info.to_vec()));
+    fn observe(&mut self, _: &StepContext, states: States<'_>, info: &[StepInfo]) {
+        self.0.push((states.positions().to_vec(), info.to_vec()));
     }
 }
 

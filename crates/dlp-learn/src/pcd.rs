@@ -335,7 +335,7 @@ struct AcceptMean {
 }
 
 impl dlp_core::Observer for AcceptMean {
-    fn observe(&mut self, _: &dlp_core::StepContext, _: &[u32], info: &[dlp_core::StepInfo]) {
+    fn observe(&mut self, _: &dlp_core::StepContext, _: dlp_core::States<'_>, info: &[dlp_core::StepInfo]) {
         for i in info {
             self.sum += i.accept_prob;
             self.count += 1;

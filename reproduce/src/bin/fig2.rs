@@ -16,7 +16,7 @@ use clap::Parser;
 use dlp_core::diagnostics::ess_bulk;
 use dlp_core::math::sigmoid;
 use dlp_core::stats::{ess_tfp, quantile};
-use dlp_core::{Observer, RunOptions, StepContext, StepInfo, Target, run_chains, setup_rng};
+use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_models::IsingModel;
 use dlp_reproduce::{BoxStats, CommonArgs, Figure, MeanErrorObserver, Panel, Run, Series, chain0_series};
 use dlp_samplers::{SamplerParams, build_sampler};
@@ -82,10 +82,11 @@ struct MoveStats {
 }
 
 impl Observer for MoveStats {
-    fn observe(&mut self, ctx: &StepContext, positions: &[u32], info: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
         if ctx.step <= self.burn {
             return;
         }
+        let positions = states.positions();
         self.chain_steps += info.len() as u64;
         for i in info {
             self.accepted += u64::from(i.accepted);

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use dlp_core::rng::chain_rngs;
 use dlp_core::rng::setup_rng;
-use dlp_core::{DomainKind, Observer, RunOptions, StepContext, StepInfo, Target, run_chains};
+use dlp_core::{DomainKind, Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains};
 use dlp_data::{Mnist, binarize, pixel_means, synthetic_digits};
 use dlp_gof::MmdReference;
 use dlp_learn::rbm::{CdConfig, RbmParams, train_cd};
@@ -96,14 +96,14 @@ impl Observer for Snapshots {
         self.seconds.push(0.0);
     }
 
-    fn observe(&mut self, ctx: &StepContext, positions: &[u32], info: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
         for i in info {
             self.accept += i.accept_prob;
             self.changed += i.n_changed as f64;
             self.count += 1;
         }
         if ctx.step.is_multiple_of(self.every) {
-            self.states.push(positions.to_vec());
+            self.states.push(states.positions().to_vec());
             self.seconds.push(ctx.step_seconds);
         }
     }
