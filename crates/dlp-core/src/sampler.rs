@@ -27,6 +27,26 @@ pub struct StepInfo {
     pub grad_evals: u32,
 }
 
+impl StepInfo {
+    /// A gradient-proposal step whose proposal was x itself: kept without any evaluation.
+    pub fn stayed() -> Self {
+        StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() }
+    }
+
+    /// A gradient-proposal step whose proposal moved `k` coordinates and was evaluated once
+    /// (f and ∇f of the proposal), then accepted or not with probability `accept_prob`.
+    pub fn evaluated(accepted: bool, accept_prob: f64, k: u32) -> Self {
+        StepInfo {
+            accepted,
+            accept_prob,
+            n_proposed: k,
+            n_changed: if accepted { k } else { 0 },
+            density_evals: 1,
+            grad_evals: 1,
+        }
+    }
+}
+
 /// Errors a sampler reports at construction or start, before any step runs.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum SamplerError {

@@ -537,7 +537,7 @@ impl Chains for DlpChains<'_> {
         for j in 0..self.n {
             let k = self.n_prop[j];
             if k == 0 {
-                info[j] = StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() };
+                info[j] = StepInfo::stayed();
                 continue;
             }
             let y = &self.batch_x[r * d..(r + 1) * d];
@@ -573,14 +573,7 @@ impl Chains for DlpChains<'_> {
                     );
                 }
             }
-            info[j] = StepInfo {
-                accepted,
-                accept_prob,
-                n_proposed: k,
-                n_changed: if accepted { k } else { 0 },
-                density_evals: 1,
-                grad_evals: 1,
-            };
+            info[j] = StepInfo::evaluated(accepted, accept_prob, k);
         }
     }
 }

@@ -362,14 +362,7 @@ impl Chains for GwgChains<'_> {
                     c.accept(j, j);
                 }
             }
-            info[j] = StepInfo {
-                accepted,
-                accept_prob,
-                n_proposed: n_prop[j],
-                n_changed: if accepted { n_prop[j] } else { 0 },
-                density_evals: 1,
-                grad_evals: 1,
-            };
+            info[j] = StepInfo::evaluated(accepted, accept_prob, n_prop[j]);
         }
     }
 }

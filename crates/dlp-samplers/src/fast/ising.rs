@@ -447,7 +447,7 @@ impl IsingDlpChains {
             Geometry::Csr(_) => self.csr_dmala_propose(j, rng),
         };
         if k == 0 {
-            return StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() };
+            return StepInfo::stayed();
         }
         let (a, de2, dm) = self.ratio(&self.scratch);
         let (accepted, accept_prob) = mh_accept(a, rng);
@@ -477,14 +477,7 @@ impl IsingDlpChains {
                 }
             }
         }
-        StepInfo {
-            accepted,
-            accept_prob,
-            n_proposed: k,
-            n_changed: if accepted { k } else { 0 },
-            density_evals: 1,
-            grad_evals: 1,
-        }
+        StepInfo::evaluated(accepted, accept_prob, k)
     }
 
     /// CSR DMALA proposal of chain j into `next` from the cached classes, and its statistics
@@ -613,18 +606,7 @@ impl Chains for IsingDlpChains {
                 self.dmala_chain(j, &mut rngs[j])
             } else {
                 let k = self.dula_chain(j, &mut rngs[j]);
-                if k == 0 {
-                    StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() }
-                } else {
-                    StepInfo {
-                        accepted: true,
-                        accept_prob: 1.0,
-                        n_proposed: k,
-                        n_changed: k,
-                        density_evals: 1,
-                        grad_evals: 1,
-                    }
-                }
+                if k == 0 { StepInfo::stayed() } else { StepInfo::evaluated(true, 1.0, k) }
             };
         }
     }

@@ -230,6 +230,13 @@ pub fn binary_logits(x: &[u32], g: &[f64], hinv: f64, logits: &mut [f64], sig: &
     pos + logprod
 }
 
+/// The draw thresholds of flip probabilities `sig` (see [`Threshold`]).
+fn set_thresholds(out: &mut [Threshold], sig: &[f64]) {
+    for (t, &p) in out.iter_mut().zip(sig) {
+        *t = Threshold::of_probability(p);
+    }
+}
+
 /// b·u of a bit vector.
 fn lin_of(rbm: &Rbm, x: &[u32]) -> f64 {
     let spin = rbm.is_spin();
@@ -247,8 +254,9 @@ pub struct RbmDlpChains<'t> {
     f: Vec<f64>,
     /// ½ g_i (1 − 2x_i) − 1/(2α) per chain and coordinate.
     logits: Vec<f64>,
-    /// σ(logits): the flip probabilities.
-    sig: Vec<f64>,
+    /// Draw thresholds of the flip probabilities σ(logits), kept with the state so a chain
+    /// that does not move reuses them.
+    thresholds: Vec<Threshold>,
     log_z: Vec<f64>,
     hinv: f64,
     // Scratch (no allocation inside `step`).
@@ -282,7 +290,7 @@ impl<'t> RbmDlpChains<'t> {
             n,
             x: x0.to_vec(),
             logits: vec![0.0; n * d],
-            sig: vec![0.0; n * d],
+            thresholds: vec![Threshold::default(); n * d],
             log_z: vec![0.0; n],
             hinv: 0.0,
             y: x0.to_vec(),
@@ -298,8 +306,9 @@ impl<'t> RbmDlpChains<'t> {
                 &c.cache.g_y[j * d..(j + 1) * d],
                 c.hinv,
                 &mut c.logits[j * d..(j + 1) * d],
-                &mut c.sig[j * d..(j + 1) * d],
+                &mut c.y_sig,
             );
+            set_thresholds(&mut c.thresholds[j * d..(j + 1) * d], &c.y_sig);
         }
         Ok(c)
     }
@@ -336,10 +345,9 @@ impl Chains for RbmDlpChains<'_> {
             let bytes = &mut self.rbuf[..2 * d];
             rngs[j].fill_bytes(bytes);
             let mut k = 0;
-            for (((yi, &xi), &p), r) in
-                y.iter_mut().zip(x).zip(&self.sig[j * d..(j + 1) * d]).zip(bytes.chunks_exact(2))
+            for (((yi, &xi), t), r) in
+                y.iter_mut().zip(x).zip(&self.thresholds[j * d..(j + 1) * d]).zip(bytes.chunks_exact(2))
             {
-                let t = Threshold::of_probability(p);
                 let r16 = u16::from_le_bytes([r[0], r[1]]);
                 let flip = if r16 != t.hi { r16 < t.hi } else { (rngs[j].next_u64() >> 16) < t.lo };
                 *yi = xi ^ flip as u32;
@@ -360,7 +368,7 @@ impl Chains for RbmDlpChains<'_> {
         for j in 0..self.n {
             let k = self.n_prop[j];
             if k == 0 {
-                info[j] = StepInfo { accepted: true, accept_prob: 1.0, ..StepInfo::default() };
+                info[j] = StepInfo::stayed();
                 continue;
             }
             let y = &self.y[r * d..(r + 1) * d];
@@ -374,7 +382,7 @@ impl Chains for RbmDlpChains<'_> {
                 let out = mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j]);
                 if out.0 {
                     self.logits[j * d..(j + 1) * d].copy_from_slice(&self.y_logits);
-                    self.sig[j * d..(j + 1) * d].copy_from_slice(&self.y_sig);
+                    set_thresholds(&mut self.thresholds[j * d..(j + 1) * d], &self.y_sig);
                     self.log_z[j] = log_z_y;
                 }
                 out
@@ -390,19 +398,13 @@ impl Chains for RbmDlpChains<'_> {
                         g_y,
                         self.hinv,
                         &mut self.logits[j * d..(j + 1) * d],
-                        &mut self.sig[j * d..(j + 1) * d],
+                        &mut self.y_sig,
                     );
+                    set_thresholds(&mut self.thresholds[j * d..(j + 1) * d], &self.y_sig);
                 }
                 self.cache.accept(j, r);
             }
-            info[j] = StepInfo {
-                accepted,
-                accept_prob,
-                n_proposed: k,
-                n_changed: if accepted { k } else { 0 },
-                density_evals: 1,
-                grad_evals: 1,
-            };
+            info[j] = StepInfo::evaluated(accepted, accept_prob, k);
             r += 1;
         }
     }
