@@ -5,9 +5,8 @@
 //! detailed-balance residual. Spaces above `dlp_exact::matrix::MAX_MATRIX_STATES` states are
 //! refused (exit 2) before any work.
 
-use dlp_cli::{CliError, atomic_write, check_writable, io_reason};
+use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason};
 use dlp_exact::ExactError;
-use dlp_samplers::{SamplerParams, build_sampler};
 use std::path::PathBuf;
 
 /// The `schema` field of the report.
@@ -16,19 +15,9 @@ pub const SCHEMA: &str = "dlp.exact.report.v1";
 /// Arguments of `dlp exact`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Model file (`dlp.model.v1`, JSON or TOML).
-    #[arg(long, value_name = "FILE")]
-    pub model: PathBuf,
-    /// Sampler name (one with an exact kernel): dula, dmala, pdula, pdmala, gibbs,
-    /// gibbs-sweep, bg-<k>, hb-<L>-<r>, gwg, gwg-<k>, lb, …
-    #[arg(long)]
-    pub sampler: String,
-    /// Step size α of DLP samplers, in {0,1} units for binary and spin models.
-    #[arg(long, allow_negative_numbers = true)]
-    pub step_size: Option<f64>,
-    /// Diagonal preconditioner h_1,…,h_d of pdula/pdmala.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "H1,H2,…")]
-    pub preconditioner: Option<Vec<f64>>,
+    /// Model and sampler.
+    #[command(flatten)]
+    pub run: ModelSamplerArgs,
     /// Write the report here (atomically) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -48,21 +37,14 @@ fn exact_error(e: ExactError) -> CliError {
 
 /// Runs `dlp exact`.
 pub fn run(args: Args) -> Result<(), CliError> {
-    if let Some(a) = args.step_size
-        && !(a.is_finite() && a > 0.0)
-    {
-        return Err(CliError::Input(format!("--step-size must be a finite number > 0, got {a}")));
-    }
-    let params =
-        SamplerParams { step_size: args.step_size, preconditioner: args.preconditioner.clone(), batch_size: None };
-    let sampler = build_sampler(&args.sampler, &params).map_err(CliError::input)?;
-    let model = dlp_models::load_model(&args.model).map_err(CliError::input)?;
+    args.run.check_step_size()?;
+    let (sampler, model) = args.run.load(None)?;
     if let Some(out) = &args.output {
         check_writable("--output", out)?;
     }
     let target: &dyn dlp_core::Target = &model;
     let space = target.space();
-    if let Some(h) = &args.preconditioner
+    if let Some(h) = &args.run.preconditioner
         && h.len() != space.d
     {
         return Err(CliError::Input(format!(
@@ -78,7 +60,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut json = serde_json::to_value(&report).map_err(CliError::internal)?;
     if let Some(obj) = json.as_object_mut() {
         obj.insert("schema".into(), SCHEMA.into());
-        obj.insert("model".into(), args.model.display().to_string().into());
+        obj.insert("model".into(), args.run.model.display().to_string().into());
     }
     let mut text = serde_json::to_string_pretty(&json).map_err(CliError::internal)?;
     text.push('\n');

@@ -2,9 +2,8 @@
 //! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
 //! optionally, every kept state with its chain and step.
 
-use dlp_cli::{CliError, atomic_write, check_writable, io_reason, progress_bar};
+use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason, progress_bar};
 use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains, setup_rng};
-use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -21,19 +20,9 @@ pub enum Init {
 /// Arguments of `dlp sample`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Model file (`dlp.model.v1`, JSON or TOML).
-    #[arg(long, value_name = "FILE")]
-    pub model: PathBuf,
-    /// Sampler name: dula, dmala, pdula, pdmala, dula-f32, dmala-f32, sg-dula, gibbs,
-    /// gibbs-sweep, bg-<k>, block-gibbs, hb-<L>-<r>, gwg, gwg-<k>, lb.
-    #[arg(long)]
-    pub sampler: String,
-    /// Step size α of DLP samplers, in {0,1} units for binary and spin models.
-    #[arg(long, allow_negative_numbers = true)]
-    pub step_size: Option<f64>,
-    /// Diagonal preconditioner h_1,…,h_d of pdula/pdmala.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "H1,H2,…")]
-    pub preconditioner: Option<Vec<f64>>,
+    /// Model and sampler.
+    #[command(flatten)]
+    pub run: ModelSamplerArgs,
     /// Minibatch size of stochastic-gradient samplers.
     #[arg(long)]
     pub batch_size: Option<usize>,
@@ -71,11 +60,7 @@ pub struct Args {
 
 /// Checks the numeric arguments that do not need the model.
 fn check_args(args: &Args) -> Result<(), CliError> {
-    if let Some(a) = args.step_size
-        && !(a.is_finite() && a > 0.0)
-    {
-        return Err(CliError::Input(format!("--step-size must be a finite number > 0, got {a}")));
-    }
+    args.run.check_step_size()?;
     if args.chains == 0 {
         return Err(CliError::input("--chains must be at least 1"));
     }
@@ -134,13 +119,7 @@ impl Observer for SampleObserver {
 /// Runs `dlp sample`.
 pub fn run(args: Args) -> Result<(), CliError> {
     check_args(&args)?;
-    let params = SamplerParams {
-        step_size: args.step_size,
-        preconditioner: args.preconditioner.clone(),
-        batch_size: args.batch_size,
-    };
-    let sampler = build_sampler(&args.sampler, &params).map_err(CliError::input)?;
-    let model = dlp_models::load_model(&args.model).map_err(CliError::input)?;
+    let (sampler, model) = args.run.load(args.batch_size)?;
     check_writable("--out", &args.out)?;
     if let Some(trace) = &args.trace {
         check_writable("--trace", trace)?;
