@@ -16,6 +16,8 @@
 //! density, uphill is better), `grad` = ∇f(x) with respect to the sampler's coordinates,
 //! `step_size` = α of the paper, `n_changed` = coordinates a step changed.
 
+pub mod capability;
+pub mod continuous;
 pub mod diagnostics;
 pub mod io;
 pub mod math;
@@ -27,8 +29,10 @@ pub mod stats;
 pub mod target;
 pub mod testing;
 
-pub use rng::{ChainRng, chain_rng, chain_rngs, setup_rng};
-pub use run::{Observer, RunOptions, RunOutput, States, StepContext, run_chains};
-pub use sampler::{Chains, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
+pub use capability::Capabilities;
+pub use continuous::{BoxSpace, ContinuousSampler, ContinuousTarget, run_continuous};
+pub use rng::{ChainRng, chain_rng, chain_rngs, minibatch_rng, setup_rng};
+pub use run::{Observer, RunOptions, RunOutput, RunPlan, States, StepContext, run_chains};
+pub use sampler::{Chains, Coupling, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
 pub use space::{DomainKind, Space};
-pub use target::{DataTarget, Target};
+pub use target::{Batch, BatchScaling, EvalError, Target};

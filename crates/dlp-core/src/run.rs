@@ -4,11 +4,18 @@
 //! streams of its chains and an [`Observer`], and the tasks run in parallel on rayon.
 //! Chain `j` always draws from `chain_rng(seed, j)` and targets evaluate rows
 //! independently, so the output is bit-identical for any thread count and task size.
+//! A sampler whose step couples its chains ([`Coupling::Joint`], interacting particles) runs
+//! as one task. A sampler that reads minibatches gets, at step t, the B items drawn from
+//! `minibatch_rng(seed, t)` — the same for every task, so shared by all chains of the step.
+//! Discrete (`u32`) and continuous (`f64`) samplers share this one runner: [`run_chains`] and
+//! [`crate::continuous::run_continuous`] are thin front ends over [`run_tasks`].
 
-use crate::rng::{ChainRng, chain_rngs};
-use crate::sampler::{Chains, Sampler, SamplerError, StepInfo};
-use crate::target::Target;
+use crate::rng::{ChainRng, chain_rngs, minibatch_rng};
+use crate::sampler::{Chains, Coupling, Sampler, SamplerError, StepInfo};
+use crate::target::{Batch, Target};
+use rand::RngExt;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// How to run a set of chains.
@@ -34,53 +41,129 @@ pub struct StepContext {
 }
 
 /// Watches one task's chains; one observer per task, merged by the caller afterwards.
-pub trait Observer: Send {
+/// `X` is the state element (`u32` discrete, `f64` continuous).
+pub trait Observer<X = u32>: Send {
     /// Called once with the initial states before the first step.
-    fn start(&mut self, first_chain: usize, positions: &[u32]) {
+    fn start(&mut self, first_chain: usize, positions: &[X]) {
         let _ = (first_chain, positions);
     }
     /// Called after every step with the task's states and step records.
-    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]);
+    fn observe(&mut self, ctx: &StepContext, states: States<'_, X>, info: &[StepInfo]);
 }
 
 /// The task's current states, handed to [`Observer::observe`] unconverted: fast paths that
 /// keep their own layout (the lattice DULA grids) build `n × d` positions only when an
 /// observer asks, so observers that look at states every k-th step, or never, do not pay
 /// for the conversion on the other steps.
-#[derive(Clone, Copy)]
-pub struct States<'a>(&'a dyn Chains);
+pub struct States<'a, X = u32>(&'a dyn Chains<X>);
 
-impl<'a> States<'a> {
+impl<X> Clone for States<'_, X> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<X> Copy for States<'_, X> {}
+
+impl<'a, X> States<'a, X> {
     /// Positions of the task's chains, `n × d` row-major.
-    pub fn positions(&self) -> &'a [u32] {
+    pub fn positions(&self) -> &'a [X] {
         self.0.positions()
+    }
+
+    /// Cached log-densities of the task's chains, when the sampler keeps them.
+    pub fn log_densities(&self) -> Option<&'a [f64]> {
+        self.0.log_densities()
     }
 }
 
 /// An observer that records nothing.
-impl Observer for () {
-    fn observe(&mut self, _: &StepContext, _: States<'_>, _: &[StepInfo]) {}
+impl<X> Observer<X> for () {
+    fn observe(&mut self, _: &StepContext, _: States<'_, X>, _: &[StepInfo]) {}
 }
 
 /// What a run returns.
-pub struct RunOutput<O> {
+pub struct RunOutput<O, X = u32> {
     /// The observers, in chain order.
     pub observers: Vec<O>,
     /// Final states of all chains, `n × d` row-major.
-    pub final_states: Vec<u32>,
+    pub final_states: Vec<X>,
     /// Seconds each task spent inside `step`.
     pub task_step_seconds: Vec<f64>,
     /// Wall-clock seconds of the whole parallel run.
     pub wall_seconds: f64,
 }
 
-struct Task<'t, O> {
+struct Task<'t, O, X> {
     first_chain: usize,
-    chains: Box<dyn Chains + 't>,
+    chains: Box<dyn Chains<X> + 't>,
     rngs: Vec<ChainRng>,
     info: Vec<StepInfo>,
     observer: O,
     step_seconds: f64,
+    /// The minibatch of the current step and the permutation it is drawn from.
+    perm: Vec<usize>,
+}
+
+/// What the runner needs to know of a sampler, whatever its state type.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// The sampler's name, for errors.
+    pub name: String,
+    /// Whether the chains may be split into tasks.
+    pub coupling: Coupling,
+    /// `Some((B, N))` when every step reads a minibatch of B of the target's N items.
+    pub minibatch: Option<(usize, usize)>,
+}
+
+impl RunPlan {
+    /// The plan of a discrete sampler on `target` (checks that a minibatch sampler meets a
+    /// data model and that B ≤ N).
+    pub fn of(sampler: &dyn Sampler, target: &dyn Target) -> Result<Self, SamplerError> {
+        Self::new(sampler.name(), sampler.coupling(), sampler.minibatch(), target.n_data())
+    }
+
+    /// The plan from its parts; `n_data` is the target's N, if it has data terms.
+    pub fn new(
+        name: String,
+        coupling: Coupling,
+        batch: Option<usize>,
+        n_data: Option<usize>,
+    ) -> Result<Self, SamplerError> {
+        let minibatch = match (batch, n_data) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(SamplerError::Unsupported {
+                    sampler: name,
+                    message: "the model is not a sum over data items (it has no minibatch gradients)".into(),
+                });
+            }
+            (Some(b), Some(n)) if b == 0 || b > n => {
+                return Err(SamplerError::BadParameter {
+                    sampler: name,
+                    message: format!("batch_size (B) must be in 1..={n} (the model's N data items), got {b}"),
+                });
+            }
+            (Some(b), Some(n)) => Some((b, n)),
+        };
+        Ok(RunPlan { name, coupling, minibatch })
+    }
+}
+
+/// Draws B distinct items of 0..N uniformly for step `step` into the first B entries of
+/// `perm` (a permutation of 0..N, reset here so that the batch depends on `(seed, step)`
+/// only): a partial Fisher–Yates shuffle from [`minibatch_rng`]. B = N takes no draws and
+/// gives the items in order, so a full-batch stochastic sampler equals its exact parent.
+pub fn draw_minibatch(seed: u64, step: usize, b: usize, perm: &mut Vec<usize>, n: usize) -> &[usize] {
+    perm.clear();
+    perm.extend(0..n);
+    if b < n {
+        let mut rng = minibatch_rng(seed, step);
+        for j in 0..b {
+            let r = rng.random_range(j..n);
+            perm.swap(j, r);
+        }
+    }
+    &perm[..b]
 }
 
 /// Runs `x0.len() / d` chains of `sampler` on `target` for `steps` steps.
@@ -97,18 +180,50 @@ where
     O: Observer,
     F: Fn(usize, usize) -> O + Sync,
 {
-    let d = target.space().d;
     target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
-    let n = x0.len() / d;
+    let plan = RunPlan::of(sampler, target)?;
+    let start = |x: &[u32]| {
+        let chains = sampler.start(target, x)?;
+        // A device target that failed while the caches were filled reports it here.
+        target.take_error().map_or(Ok(chains), |e| Err(SamplerError::Eval(e)))
+    };
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &|| target.take_error(), make_observer)
+}
+
+/// The runner shared by every state type: splits the chains into tasks (one task for
+/// [`Coupling::Joint`]), runs them on rayon, draws each step's minibatch, and stops at the
+/// first evaluation error. `start` starts the chains of one task; `check` returns an error
+/// parked by a target's infallible methods (see [`Target::take_error`]).
+#[allow(clippy::too_many_arguments)]
+pub fn run_tasks<'t, X, O, F>(
+    plan: &RunPlan,
+    d: usize,
+    x0: &[X],
+    steps: usize,
+    options: &RunOptions,
+    start: &(dyn Fn(&[X]) -> Result<Box<dyn Chains<X> + 't>, SamplerError> + Sync),
+    check: &(dyn Fn() -> Option<crate::target::EvalError> + Sync),
+    make_observer: F,
+) -> Result<RunOutput<O, X>, SamplerError>
+where
+    X: Copy + Send + Sync,
+    O: Observer<X>,
+    F: Fn(usize, usize) -> O + Sync,
+{
+    let n = x0.len() / d.max(1);
     if n == 0 {
         return Err(SamplerError::BadInitialState("no chains".into()));
     }
     let threads = if options.threads == 0 { rayon::current_num_threads() } else { options.threads };
-    let per_task = if options.chains_per_task == 0 { n.div_ceil(threads) } else { options.chains_per_task };
+    let per_task = match plan.coupling {
+        Coupling::Joint => n,
+        Coupling::Independent if options.chains_per_task == 0 => n.div_ceil(threads),
+        Coupling::Independent => options.chains_per_task,
+    };
     let mut tasks = Vec::new();
     for first in (0..n).step_by(per_task) {
         let m = per_task.min(n - first);
-        let chains = sampler.start(target, &x0[first * d..(first + m) * d])?;
+        let chains = start(&x0[first * d..(first + m) * d])?;
         let mut observer = make_observer(first, m);
         observer.start(first, chains.positions());
         tasks.push(Task {
@@ -118,28 +233,45 @@ where
             info: vec![StepInfo::default(); m],
             observer,
             step_seconds: 0.0,
+            perm: Vec::new(),
         });
     }
-    let run_all = |tasks: &mut Vec<Task<'_, O>>| {
-        tasks.par_iter_mut().for_each(|task| {
+    let seed = options.seed;
+    // Set by the first task that fails, so that the others stop at their next step instead of
+    // running to the end of a run whose output will be discarded.
+    let failed = AtomicBool::new(false);
+    let run_all = |tasks: &mut Vec<Task<'_, O, X>>| -> Result<(), SamplerError> {
+        tasks.par_iter_mut().try_for_each(|task| {
             for step in 1..=steps {
+                if failed.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
                 let t0 = Instant::now();
-                task.chains.step(&mut task.rngs, &mut task.info);
+                let batch = match plan.minibatch {
+                    None => Batch::Full,
+                    Some((b, n_data)) => Batch::Items(draw_minibatch(seed, step, b, &mut task.perm, n_data)),
+                };
+                let stepped = task.chains.try_step(&mut task.rngs, &mut task.info, batch);
+                if let Some(e) = stepped.err().or_else(check) {
+                    failed.store(true, Ordering::Relaxed);
+                    return Err(SamplerError::Eval(e));
+                }
                 task.step_seconds += t0.elapsed().as_secs_f64();
                 let ctx = StepContext { step, first_chain: task.first_chain, step_seconds: task.step_seconds };
                 task.observer.observe(&ctx, States(task.chains.as_ref()), &task.info);
             }
+            Ok(())
         })
     };
     let t0 = Instant::now();
     if options.threads == 0 {
-        run_all(&mut tasks);
+        run_all(&mut tasks)?;
     } else {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(options.threads)
             .build()
-            .map_err(|e| SamplerError::BadParameter { sampler: sampler.name(), message: e.to_string() })?;
-        pool.install(|| run_all(&mut tasks));
+            .map_err(|e| SamplerError::BadParameter { sampler: plan.name.clone(), message: e.to_string() })?;
+        pool.install(|| run_all(&mut tasks))?;
     }
     let wall_seconds = t0.elapsed().as_secs_f64();
     let mut final_states = Vec::with_capacity(x0.len());

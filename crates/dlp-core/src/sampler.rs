@@ -6,7 +6,7 @@
 //! step evaluates the model only where it must (once at the proposal for DMALA).
 
 use crate::rng::ChainRng;
-use crate::target::Target;
+use crate::target::{Batch, EvalError, Target};
 use serde::{Deserialize, Serialize};
 
 /// What one step did to one chain (BlackJAX's info record, nuts-rs's `SampleInfo`).
@@ -25,6 +25,11 @@ pub struct StepInfo {
     pub density_evals: u32,
     /// Gradient evaluations of one state that the step performed.
     pub grad_evals: u32,
+    /// Data items read by the step's evaluations of a data model (B per minibatch evaluation,
+    /// N per full one; 0 for models without data terms). Cost accounting for stochastic
+    /// gradients, where a step is cheap because it reads few items.
+    #[serde(default)]
+    pub data_evals: u32,
 }
 
 impl StepInfo {
@@ -43,6 +48,7 @@ impl StepInfo {
             n_changed: if accepted { k } else { 0 },
             density_evals: 1,
             grad_evals: 1,
+            data_evals: 0,
         }
     }
 }
@@ -72,6 +78,20 @@ pub enum SamplerError {
     /// The initial states are not valid states of the target's space.
     #[error("bad initial states: {0}")]
     BadInitialState(String),
+    /// Evaluating the target failed (a device error, or a minibatch the model cannot serve).
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+}
+
+/// Whether the runner may split a sampler's chains into independent tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Coupling {
+    /// Every chain moves on its own (MCMC): chains are split over tasks and threads.
+    #[default]
+    Independent,
+    /// A step couples all chains (interacting particles such as SVGD): the runner keeps them
+    /// in one task, so results stay identical for any thread count.
+    Joint,
 }
 
 /// A configured sampler. Object-safe so that samplers can be chosen by name at run time.
@@ -84,6 +104,18 @@ pub trait Sampler: Send + Sync {
     /// started together or in separate calls (given the same per-chain streams).
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError>;
 
+    /// Whether chains may run in separate tasks ([`Coupling::Independent`], the default).
+    fn coupling(&self) -> Coupling {
+        Coupling::Independent
+    }
+
+    /// The minibatch size B when the sampler reads stochastic gradients: the runner then draws
+    /// B of the target's N data items per step from the minibatch stream and passes them to
+    /// [`Chains::try_step`]. `None` (the default): every step sees [`Batch::Full`].
+    fn minibatch(&self) -> Option<usize> {
+        None
+    }
+
     /// The exact transition probabilities of this sampler, if it exposes them (every
     /// sampler of dlp does; the exact test suite builds matrices from them).
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -91,22 +123,32 @@ pub trait Sampler: Send + Sync {
     }
 }
 
-/// A batch of running chains with their caches.
-pub trait Chains: Send {
+/// A batch of running chains with their caches. `X` is the state element: `u32` indices for
+/// discrete spaces, `f64` for continuous boxes ([`crate::continuous`]).
+pub trait Chains<X = u32>: Send {
     /// Number of chains.
     fn n_chains(&self) -> usize;
 
     /// Current states, `n_chains × d` row-major.
-    fn positions(&self) -> &[u32];
+    fn positions(&self) -> &[X];
 
     /// Cached log-densities of the current states, for samplers that keep them.
     fn log_densities(&self) -> Option<&[f64]> {
         None
     }
 
-    /// Advances every chain by one step; chain `j` draws only from `rngs[j]` and its
-    /// record goes to `info[j]`.
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]);
+    /// Advances every chain by one step; chain `j` draws only from `rngs[j]` and its record
+    /// goes to `info[j]`. `batch` is the step's minibatch ([`Batch::Full`] unless the sampler
+    /// asked for one through [`Sampler::minibatch`]). An `Err` (a device failure) ends the run.
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError>;
+
+    /// [`Chains::try_step`] on the full data, for CPU targets that cannot fail (tests, exact
+    /// tooling). Panics on an evaluation error; runs go through the runner, which does not.
+    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+        if let Err(e) = self.try_step(rngs, info, Batch::Full) {
+            panic!("step failed: {e}");
+        }
+    }
 }
 
 /// One possible next state and its probability.

@@ -1,6 +1,8 @@
 //! The target trait: an unnormalised log-density and its gradient, for a batch of states.
 
+use crate::capability::Capabilities;
 use crate::space::Space;
+use serde::{Deserialize, Serialize};
 use std::any::Any;
 
 /// A distribution π(x) ∝ exp(f(x)) on a finite [`Space`], with f extended to a
@@ -75,9 +77,54 @@ pub trait Target: Send + Sync {
         None
     }
 
-    /// The target as a data-term model, for stochastic-gradient samplers.
-    fn as_data_target(&self) -> Option<&dyn DataTarget> {
+    /// N when f is a sum over N data items plus a prior, f(x) = Σ_{n<N} ℓ_n(x) + log p0(x),
+    /// so that [`Target::evaluate`] accepts [`Batch::Items`] (minibatch estimates, paper 000
+    /// §6); `None` (the default) for models without data terms.
+    fn n_data(&self) -> Option<usize> {
         None
+    }
+
+    /// The fallible, minibatch-aware oracle that the generic gradient samplers call: f̂ of every
+    /// row of `xs` into `log_density`, and ∇f̂ into `grad` when given (`n × grad_len`).
+    ///
+    /// With [`Batch::Full`] f̂ = f and ∇f̂ = ∇f (the default forwards to the infallible batch
+    /// methods and then reports [`Target::take_error`]). With [`Batch::Items`] a data model
+    /// returns its minibatch estimates under its own [`BatchScaling`]; models without data
+    /// terms return [`EvalError::NoData`]. A device-backed target (dlp-candle) implements this
+    /// method natively and turns out-of-memory or a lost device into an `Err`, which stops the
+    /// run with one line instead of a panic.
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        match batch {
+            Batch::Full => {
+                match grad {
+                    Some(g) => self.log_density_grad_batch(xs, log_density, g),
+                    None => self.log_density_batch(xs, log_density),
+                }
+                self.take_error().map_or(Ok(()), Err)
+            }
+            Batch::Items(_) => Err(EvalError::NoData),
+        }
+    }
+
+    /// The first error an infallible method met since the last call, if any. The infallible
+    /// methods of a fallible (device) target cannot return one: they write NaN, which samplers
+    /// treat as a rejected proposal, and park the error here; the runner checks it after every
+    /// step and stops the run. CPU models never fail and keep the default `None`.
+    fn take_error(&self) -> Option<EvalError> {
+        None
+    }
+
+    /// What the model offers beyond f and ∇f (structure views for fast paths, incremental
+    /// evaluators), looked up by samplers at `start` instead of downcasting to a concrete
+    /// model type. The default offers nothing, so every sampler takes its generic path.
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::default()
     }
 
     /// The concrete model, for samplers with a specialised fast path (e.g. a lattice Ising
@@ -87,13 +134,70 @@ pub trait Target: Send + Sync {
     }
 }
 
-/// A target whose log-density is a sum over data items plus a prior:
-/// f(x) = Σ_{n<N} ℓ_n(x) + log p0(x). Used by stochastic-gradient DLP (paper §6).
-pub trait DataTarget: Target {
-    /// Number of data items N.
-    fn n_data(&self) -> usize;
+/// The data items one evaluation sees. Drawn by the runner from the minibatch stream of the
+/// step ([`crate::rng::minibatch_rng`]) and shared by all chains of that step, so one matrix
+/// product serves every chain and results do not depend on the thread count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batch<'a> {
+    /// Every data item: the exact f and ∇f.
+    Full,
+    /// These items (distinct indices in 0..N, drawn uniformly without replacement).
+    Items(&'a [usize]),
+}
 
-    /// Unbiased estimate of ∇f(x) from the items `batch` (indices in 0..N, drawn uniformly
-    /// without replacement): (N/B) Σ_{n∈batch} ∇ℓ_n(x) + ∇log p0(x), into `grad`.
-    fn grad_estimate(&self, x: &[u32], batch: &[usize], grad: &mut [f64]);
+impl Batch<'_> {
+    /// True for [`Batch::Full`].
+    pub fn is_full(&self) -> bool {
+        matches!(self, Batch::Full)
+    }
+}
+
+/// How a data model turns the items of a minibatch into an estimate of f and ∇f
+/// (`reproduction.md` §1.10, §3.6: the paper's convention and the official BNN code's).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "scaling")]
+pub enum BatchScaling {
+    /// f̂ = (N/B) Σ_{n∈batch} ℓ_n + log p0: unbiased for f and ∇f (paper 000 §6).
+    Sum,
+    /// f̂ = c · mean_{n∈batch} ℓ_n + log p0 with a constant c (the official BNN code's energy,
+    /// a tempered likelihood; c = N gives [`BatchScaling::Sum`]).
+    MeanTimes {
+        /// The constant c.
+        c: f64,
+    },
+}
+
+impl BatchScaling {
+    /// The factor multiplying Σ_{n∈batch} ℓ_n for a batch of `b` items out of `n`.
+    pub fn factor(&self, n: usize, b: usize) -> f64 {
+        match *self {
+            BatchScaling::Sum => n as f64 / b as f64,
+            BatchScaling::MeanTimes { c } => c / b as f64,
+        }
+    }
+}
+
+/// An evaluation that could not be done. Ends the run with this line (CLI: exit 1 for a
+/// device failure, 2 for a request the model cannot serve).
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum EvalError {
+    /// A minibatch was asked of a model that has no data terms.
+    #[error("the model is not a sum over data items (it has no minibatch estimates)")]
+    NoData,
+    /// A minibatch item index is out of range.
+    #[error("minibatch item {index} is outside 0..{n_data}")]
+    BadItem {
+        /// The offending index.
+        index: usize,
+        /// N.
+        n_data: usize,
+    },
+    /// The device that evaluates the model failed (out of memory, lost device, kernel error).
+    #[error("device error on {device}: {message}")]
+    Device {
+        /// The device, e.g. `cpu` or `cuda:0`.
+        device: String,
+        /// What the device library said.
+        message: String,
+    },
 }

@@ -72,4 +72,7 @@ pub enum ExactError {
     /// Every state has log-density −∞.
     #[error("every state has log-density −∞ (Z = 0)")]
     ZeroMass,
+    /// The target could not be evaluated (no minibatch estimates, a device error).
+    #[error(transparent)]
+    Eval(#[from] dlp_core::EvalError),
 }

@@ -12,7 +12,7 @@
 use crate::ExactError;
 use crate::enumerate::all_states;
 use crate::matrix::MAX_MATRIX_STATES;
-use dlp_core::{DataTarget, DomainKind, Space, Target};
+use dlp_core::{Batch, DomainKind, Space, Target};
 use nalgebra::DMatrix;
 
 /// All states (rows of length d) and their log-densities.
@@ -151,20 +151,51 @@ pub fn dlp_with_gradient_rounding(
 
 /// Stochastic-gradient DULA (spec §1.10): the DULA proposal with ĝ from the minibatch,
 /// averaged over all C(N, B) minibatches (drawn uniformly without replacement).
-pub fn sg_dula(data: &dyn DataTarget, alpha: f64, batch: usize) -> Result<DMatrix<f64>, ExactError> {
-    let t = Table::new(data)?;
+pub fn sg_dula(target: &dyn Target, alpha: f64, batch: usize) -> Result<DMatrix<f64>, ExactError> {
+    sg_dlp(target, alpha, batch, false)
+}
+
+/// Stochastic-gradient DLP on one shared batch per step, averaged over all C(N, B) batches:
+/// for a batch β, f̂_β and ĝ_β come from the model's minibatch estimate; the DULA row uses
+/// the proposal under ĝ_β(x); with `mh` (`sg-dmala`, not exact for π) a move x → y is then
+/// accepted with min(1, exp(f̂_β(y) − f̂_β(x)) q_β(x|y)/q_β(y|x)), both proposals under the
+/// same β.
+pub fn sg_dlp(target: &dyn Target, alpha: f64, batch: usize, mh: bool) -> Result<DMatrix<f64>, ExactError> {
+    let batches = subsets(target.n_data().unwrap_or(0), batch);
+    let mut p: Option<DMatrix<f64>> = None;
+    for bt in &batches {
+        let pb = sg_dlp_on_batch(target, alpha, bt, mh)? / batches.len() as f64;
+        p = Some(p.map_or(pb.clone(), |acc| acc + pb));
+    }
+    p.ok_or(ExactError::Eval(dlp_core::EvalError::NoData))
+}
+
+/// The stochastic-gradient DLP kernel given one batch β (see [`sg_dlp`]).
+pub fn sg_dlp_on_batch(target: &dyn Target, alpha: f64, bt: &[usize], mh: bool) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
     let n = t.n();
-    let batches = subsets(data.n_data(), batch);
     let mut p = DMatrix::zeros(n, n);
+    // f̂_β and the proposal laws under ĝ_β at every state.
+    let mut fh = vec![0.0; n];
+    let mut laws = Vec::with_capacity(n);
+    for (a, x) in t.states.iter().enumerate() {
+        let mut g = vec![0.0; t.space.grad_len()];
+        target.evaluate(x, Batch::Items(bt), &mut fh[a..a + 1], Some(&mut g))?;
+        laws.push(dlp_coordinate_laws(&t.space, x, &g, alpha, None));
+    }
     for a in 0..n {
-        for bt in &batches {
-            let mut g = vec![0.0; t.space.grad_len()];
-            data.grad_estimate(&t.states[a], bt, &mut g);
-            let laws = dlp_coordinate_laws(&t.space, &t.states[a], &g, alpha, None);
-            for b in 0..n {
-                p[(a, b)] += product_prob(&laws, &t.states[b]) / batches.len() as f64;
+        let mut off = 0.0;
+        for b in (0..n).filter(|&b| b != a) {
+            let q_fwd = product_prob(&laws[a], &t.states[b]);
+            let mut v = q_fwd;
+            if mh && q_fwd > 0.0 {
+                let ratio = (fh[b] - fh[a]).exp() * product_prob(&laws[b], &t.states[a]) / q_fwd;
+                v = q_fwd * ratio.min(1.0);
             }
+            p[(a, b)] = v;
+            off += v;
         }
+        p[(a, a)] = 1.0 - off;
     }
     Ok(p)
 }
@@ -428,9 +459,9 @@ pub fn reference_by_name(
         ("dmala", []) if name == "dmala-f32" => one(dlp_with_gradient_rounding(target, alpha, None, true, true)),
         ("pdula", []) => one(dlp(target, alpha, params.preconditioner.as_deref(), false)),
         ("pdmala", []) => one(dlp(target, alpha, params.preconditioner.as_deref(), true)),
-        ("sg", []) if name == "sg-dula" => {
-            let data = target.as_data_target()?;
-            one(sg_dula(data, alpha, params.batch_size.unwrap_or(data.n_data())))
+        ("sg", []) if name == "sg-dula" || name == "sg-dmala" => {
+            let n_data = target.n_data()?;
+            one(sg_dlp(target, alpha, params.batch_size.unwrap_or(n_data), name == "sg-dmala"))
         }
         ("gibbs", []) if name == "gibbs" => one(gibbs_random(target)),
         ("gibbs", []) if name == "gibbs-sweep" => Some((0..target.space().d).map(|i| gibbs_site(target, i)).collect()),

@@ -6,7 +6,7 @@ use crate::ising::IsingModel;
 use crate::potts::PottsModel;
 use crate::rbm::Rbm;
 use crate::table::TableModel;
-use dlp_core::{DataTarget, DomainKind, Space, Target};
+use dlp_core::{Batch, Capabilities, DomainKind, EvalError, Space, Target};
 use serde_json::{Value, json};
 use std::any::Any;
 use std::path::Path;
@@ -195,8 +195,26 @@ impl Target for Model {
         delegate!(self, m => m.cheap_flip_delta(x, i))
     }
 
-    fn as_data_target(&self) -> Option<&dyn DataTarget> {
-        delegate!(self, m => m.as_data_target())
+    fn n_data(&self) -> Option<usize> {
+        delegate!(self, m => m.n_data())
+    }
+
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        delegate!(self, m => m.evaluate(xs, batch, log_density, grad))
+    }
+
+    fn take_error(&self) -> Option<EvalError> {
+        delegate!(self, m => m.take_error())
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        delegate!(self, m => m.capabilities())
     }
 
     fn as_any(&self) -> Option<&dyn Any> {

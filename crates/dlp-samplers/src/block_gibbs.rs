@@ -27,7 +27,7 @@
 use crate::proposal::sample_logits;
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::{sigmoid, softmax_in_place, softplus};
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use dlp_models::Rbm;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
@@ -286,7 +286,7 @@ impl Chains for BgChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let d = self.target.space().d;
         for j in 0..self.f.len() {
             let x = &mut self.x[j * d..(j + 1) * d];
@@ -302,6 +302,7 @@ impl Chains for BgChains<'_> {
                     n_changed: changed,
                     density_evals: 2,
                     grad_evals: 0,
+                    data_evals: 0,
                 };
                 continue;
             }
@@ -318,8 +319,10 @@ impl Chains for BgChains<'_> {
                 n_changed: changed,
                 density_evals: evals,
                 grad_evals: 0,
+                data_evals: 0,
             };
         }
+        Ok(())
     }
 }
 
@@ -453,7 +456,7 @@ impl Chains for RbmChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let (d, m) = (self.rbm.d(), self.rbm.m());
         let n = self.f.len();
         let mut h = Array2::<f64>::zeros((n, m));
@@ -481,8 +484,10 @@ impl Chains for RbmChains<'_> {
                 n_changed: changed[j],
                 density_evals: 1,
                 grad_evals: 0,
+                data_evals: 0,
             };
         }
+        Ok(())
     }
 }
 

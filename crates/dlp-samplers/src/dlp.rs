@@ -29,7 +29,9 @@
 use crate::proposal::{accept_prob, mh_accept};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::{logsumexp, sigmoid, softplus};
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition};
+use dlp_core::{
+    Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
+};
 use rand::RngExt;
 
 /// Largest number of candidate states an exact transition row enumerates (K^d).
@@ -505,7 +507,7 @@ impl Chains for DlpChains<'_> {
     /// stays, DMALA accepts with A = 0 without drawing.
     // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
     #[allow(clippy::needless_range_loop)]
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let space = self.target.space();
         let (d, w, gl) = (self.d, self.w, self.gl);
         let dw = d * w;
@@ -527,11 +529,12 @@ impl Chains for DlpChains<'_> {
             }
         }
         if m > 0 {
-            self.target.log_density_grad_batch(
+            self.target.evaluate(
                 &self.batch_x[..m * d],
+                Batch::Full,
                 &mut self.batch_f[..m],
-                &mut self.batch_g[..m * gl],
-            );
+                Some(&mut self.batch_g[..m * gl]),
+            )?;
         }
         let mut r = 0;
         for j in 0..self.n {
@@ -575,6 +578,7 @@ impl Chains for DlpChains<'_> {
             }
             info[j] = StepInfo::evaluated(accepted, accept_prob, k);
         }
+        Ok(())
     }
 }
 

@@ -17,7 +17,7 @@
 
 use crate::proposal::sample_logits;
 use dlp_core::math::softmax_in_place;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -152,7 +152,7 @@ impl Chains for GibbsChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let d = self.target.space().d;
         let k = self.w.len() as u32;
         for (j, (row, rng)) in self.x.chunks_mut(d).zip(rngs.iter_mut()).enumerate() {
@@ -179,9 +179,11 @@ impl Chains for GibbsChains<'_> {
                 n_changed: changed as u32,
                 density_evals: k,
                 grad_evals: 0,
+                data_evals: 0,
             };
         }
         self.t += 1;
+        Ok(())
     }
 }
 

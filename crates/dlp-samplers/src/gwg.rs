@@ -34,7 +34,10 @@ use crate::proposal::mh_accept;
 use crate::proposal::sample_logits;
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::logsumexp;
-use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition};
+use dlp_core::{
+    Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
+    Transition,
+};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -302,7 +305,7 @@ impl Chains for GwgChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let space = self.target.space();
         let (d, gl, ks, k) = (space.d, space.grad_len(), slots(space), self.k);
         let n = self.f.len();
@@ -364,6 +367,7 @@ impl Chains for GwgChains<'_> {
             }
             info[j] = StepInfo::evaluated(accepted, accept_prob, n_prop[j]);
         }
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@
 use crate::block_gibbs::{BlockSchedule, MAX_CANDIDATES, first_blocks};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::softmax_in_place;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -234,7 +234,7 @@ impl Chains for HbChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let space = self.target.space();
         let (d, k) = (space.d, space.k());
         for j in 0..self.f.len() {
@@ -289,8 +289,10 @@ impl Chains for HbChains<'_> {
                 n_changed: changed,
                 density_evals: m as u32,
                 grad_evals: 0,
+                data_evals: 0,
             };
         }
+        Ok(())
     }
 }
 

@@ -16,7 +16,7 @@
 use crate::proposal::{mh_accept, sample_logits};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::logsumexp;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use std::collections::BTreeMap;
 
 /// Exact locally balanced one-flip Metropolis–Hastings sampler.
@@ -115,7 +115,7 @@ impl Chains for LbChains<'_> {
         Some(&self.f)
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let d = self.target.space().d;
         for j in 0..self.f.len() {
             let (x, lam) = (&mut self.x[j * d..(j + 1) * d], &mut self.lam[j * d..(j + 1) * d]);
@@ -137,8 +137,10 @@ impl Chains for LbChains<'_> {
                 n_changed: accepted as u32,
                 density_evals: d as u32,
                 grad_evals: 0,
+                data_evals: 0,
             };
         }
+        Ok(())
     }
 }
 

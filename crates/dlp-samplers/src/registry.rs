@@ -57,6 +57,7 @@ pub const REGISTRY: &[Entry] = &[
     ("dula-f32", &[0], "dula-f32", crate::dlp::construct),
     ("dmala-f32", &[0], "dmala-f32", crate::dlp::construct),
     ("sg-dula", &[0], "sg-dula", crate::sgdlp::construct),
+    ("sg-dmala", &[0], "sg-dmala", crate::sgdlp::construct),
     ("gibbs", &[0], "gibbs", crate::gibbs::Gibbs::build_random),
     ("gibbs-sweep", &[0], "gibbs-sweep", crate::gibbs::Gibbs::build_sweep),
     ("gwg", &[0, 1], "gwg | gwg-<k>", crate::gwg::Gwg::build),

@@ -50,7 +50,7 @@
 use super::Threshold;
 use crate::proposal::mh_accept;
 use dlp_core::math::{sigmoid, softplus};
-use dlp_core::{ChainRng, Chains, SamplerError, StepInfo, Target};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
 use dlp_models::IsingModel;
 use rand::Rng;
 use std::cell::{Cell, OnceCell};
@@ -596,7 +596,7 @@ impl Chains for IsingDlpChains {
         }))
     }
 
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         self.f_lazy.take();
         if let Some(pos) = self.pos_lazy.take() {
             self.pos_spare.set(pos);
@@ -609,6 +609,7 @@ impl Chains for IsingDlpChains {
                 if k == 0 { StepInfo::stayed() } else { StepInfo::evaluated(true, 1.0, k) }
             };
         }
+        Ok(())
     }
 }
 

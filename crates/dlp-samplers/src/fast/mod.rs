@@ -29,7 +29,7 @@ pub mod ising;
 pub mod rbm;
 pub mod vexp;
 
-use dlp_core::{DataTarget, Space, Target};
+use dlp_core::{Batch, EvalError, Space, Target};
 
 /// The flip threshold T = ⌊p·2⁶⁴⌋ (saturating at 2⁶⁴ − 1) split for the two-stage test:
 /// flip iff `r16 < hi`, or `r16 == hi` and `r48 < lo`, with r16, r48 uniform 16- and 48-bit
@@ -93,8 +93,20 @@ impl Target for Generic<'_> {
     fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
         self.0.flip_deltas(x, out)
     }
-    fn as_data_target(&self) -> Option<&dyn DataTarget> {
-        self.0.as_data_target()
+    fn n_data(&self) -> Option<usize> {
+        self.0.n_data()
+    }
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        self.0.evaluate(xs, batch, log_density, grad)
+    }
+    fn take_error(&self) -> Option<EvalError> {
+        self.0.take_error()
     }
 }
 

@@ -29,7 +29,7 @@ use crate::dlp::{DlpProposal, log_accept_ratio};
 use crate::fast::Threshold;
 use crate::fast::vexp::exp_neg_abs;
 use crate::proposal::mh_accept;
-use dlp_core::{ChainRng, Chains, SamplerError, StepInfo, Target};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
 use dlp_models::Rbm;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2};
@@ -329,7 +329,7 @@ impl Chains for RbmDlpChains<'_> {
 
     // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
     #[allow(clippy::needless_range_loop)]
-    fn step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) {
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let space = self.rbm.space();
         let d = self.rbm.d();
         // 1. Proposals, exactly as the generic chains draw them; moving chains are packed
@@ -407,6 +407,7 @@ impl Chains for RbmDlpChains<'_> {
             info[j] = StepInfo::evaluated(accepted, accept_prob, k);
             r += 1;
         }
+        Ok(())
     }
 }
 
