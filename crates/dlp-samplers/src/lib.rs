@@ -16,6 +16,7 @@
 //! line in [`registry::REGISTRY`].
 
 pub mod block_gibbs;
+pub mod continuous;
 pub mod dlp;
 pub mod fast;
 pub mod gibbs;
