@@ -25,6 +25,15 @@ impl CliError {
         CliError::Internal(message.to_string())
     }
 
+    /// The error that ends a run: a failed device (out of memory, lost device) is a system
+    /// failure (exit 1); everything else a sampler reports is about the input (exit 2).
+    pub fn from_run(e: dlp_core::SamplerError) -> Self {
+        match e {
+            dlp_core::SamplerError::Eval(dlp_core::EvalError::Device { .. }) => CliError::Internal(e.to_string()),
+            other => CliError::Input(other.to_string()),
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -140,7 +140,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         kept_steps: Vec::new(),
         kept_states: Vec::new(),
     })
-    .map_err(CliError::input)?;
+    .map_err(CliError::from_run)?;
     bar.finish_and_clear();
 
     if let Some(trace) = &args.trace {
