@@ -36,7 +36,7 @@ fn fig4_quick_writes_its_files_and_a_loadable_rbm() {
     }
     // The trained RBM is a valid model file of the right shape.
     let model = dlp_models::load_model(&dir.path().join("rbm.json")).unwrap();
-    let dlp_models::Model::Rbm(r) = model else { panic!("not an rbm") };
+    let Some(r) = model.downcast_ref::<dlp_models::Rbm>() else { panic!("not an rbm") };
     assert_eq!((r.d(), r.m()), (784, 50));
     // 5 samplers × (100/10 + 1) points, finite MMD² ≥ 0 (V-statistic of a PSD kernel).
     let rows = csv_rows(&dir.path().join("mmd.csv"));

@@ -13,7 +13,7 @@ use dlp_gof::{
     Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Relaxation, Statistic,
     Surrogate, gfksd_test, kdsd_test, mmd_test,
 };
-use dlp_models::{Delimiter, Model, SamplesError, load_model, read_real_matrix, read_samples};
+use dlp_models::{Delimiter, IsingModel, Model, Rbm, SamplesError, load_model, read_real_matrix, read_samples};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -223,23 +223,21 @@ fn sha256_of(path: &Path) -> Result<String, CliError> {
 }
 
 fn relaxation_of(model: &Model) -> Option<Relaxation> {
-    match model {
-        Model::Ising(m) => {
-            let d = m.d();
-            let mut j = vec![0.0; d * d];
-            for (a, b, w) in m.couplings().pairs() {
-                j[a * d + b] = w;
-                j[b * d + a] = w;
-            }
-            let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-            Some(Relaxation::Ising { values, j, b: m.fields().to_vec() })
+    if let Some(m) = model.downcast_ref::<IsingModel>() {
+        let d = m.d();
+        let mut j = vec![0.0; d * d];
+        for (a, b, w) in m.couplings().pairs() {
+            j[a * d + b] = w;
+            j[b * d + a] = w;
         }
-        Model::Rbm(m) => {
-            let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-            Some(Relaxation::Rbm { values, w: m.w().to_vec(), b: m.b().to_vec(), c: m.c().to_vec() })
-        }
-        _ => None,
+        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
+        return Some(Relaxation::Ising { values, j, b: m.fields().to_vec() });
     }
+    if let Some(m) = model.downcast_ref::<Rbm>() {
+        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
+        return Some(Relaxation::Rbm { values, w: m.w().to_vec(), b: m.b().to_vec(), c: m.c().to_vec() });
+    }
+    None
 }
 
 /// Maps a statistics error to an exit-2 line; a score overflow names the model file.

@@ -4,14 +4,11 @@
 //! on the way, since JSON cannot hold them) and then validated by hand, so that every message
 //! names the key, the position in it and the offending value.
 
-use crate::categorical::CategoricalModel;
 use crate::couplings::Couplings;
 use crate::error::ModelError;
-use crate::ising::IsingModel;
+use crate::kinds;
 use crate::model::{MODEL_SCHEMA, Model};
-use crate::potts::{PottsModel, check_space_values};
-use crate::rbm::Rbm;
-use crate::table::TableModel;
+use crate::potts::check_space_values;
 use dlp_core::{DomainKind, Space};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -113,21 +110,14 @@ fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, ModelError> {
     })
 }
 
-const KINDS: [&str; 5] = ["ising", "potts", "rbm", "categorical", "table"];
+/// Keys every kind accepts; the kind-specific ones come from [`kinds::KINDS`].
 const COMMON_KEYS: [&str; 7] = ["schema", "kind", "d", "domain", "K", "values", "name"];
-const KIND_KEYS: [&str; 10] = ["J", "edges", "lattice", "b", "h", "W", "c", "probs", "logits", "log_prob"];
 
-fn keys_of(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "ising" => &["J", "edges", "lattice", "b"],
-        "potts" => &["J", "edges", "lattice", "h"],
-        "rbm" => &["W", "b", "c"],
-        "categorical" => &["probs", "logits"],
-        _ => &["log_prob"],
-    }
-}
+// The helpers below are shared with the kind parsers in `crate::kinds`, so that every kind
+// reports shapes and numbers in the same words.
 
-fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
+/// A parameter error (the loader adds the file name).
+pub(crate) fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
     Err(ModelError::param(message))
 }
 
@@ -137,6 +127,7 @@ fn show(v: &Value) -> String {
     if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
 }
 
+/// An integer, also when written as a float with no fractional part (TOML/JSON writers differ).
 fn as_int(v: &Value) -> Option<i64> {
     if let Some(i) = v.as_i64() {
         return Some(i);
@@ -145,6 +136,7 @@ fn as_int(v: &Value) -> Option<i64> {
     (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64)
 }
 
+/// A finite number at `path`.
 fn number(v: &Value, path: &str) -> Result<f64, ModelError> {
     match v.as_f64() {
         Some(f) if f.is_finite() => Ok(f),
@@ -153,7 +145,8 @@ fn number(v: &Value, path: &str) -> Result<f64, ModelError> {
     }
 }
 
-fn vector(v: &Value, path: &str, len: Option<(usize, &str)>) -> Result<Vec<f64>, ModelError> {
+/// A list of numbers at `path`, of length `len.0` if given (`len.1` describes it).
+pub(crate) fn vector(v: &Value, path: &str, len: Option<(usize, &str)>) -> Result<Vec<f64>, ModelError> {
     let Some(a) = v.as_array() else {
         return err(format!("{path} must be a list of numbers, found {}", show(v)));
     };
@@ -167,7 +160,7 @@ fn vector(v: &Value, path: &str, len: Option<(usize, &str)>) -> Result<Vec<f64>,
 
 /// A list of `rows` lists of equal length (`cols` if given); returns the row-major data and the
 /// column count.
-fn matrix(
+pub(crate) fn matrix(
     v: &Value,
     path: &str,
     rows: (usize, &str),
@@ -213,17 +206,18 @@ fn model_from_value(v: &Value) -> Result<Model, ModelError> {
         Some(s) => return err(format!("schema must be \"{MODEL_SCHEMA}\", found {}", show(s))),
     }
     let kind = match obj.get("kind") {
-        None => return err("missing key \"kind\" (ising, potts, rbm, categorical or table)"),
-        Some(Value::String(s)) if KINDS.contains(&s.as_str()) => s.as_str(),
-        Some(s) => return err(format!("unknown kind {} (expected ising, potts, rbm, categorical or table)", show(s))),
+        None => return err(format!("missing key \"kind\" ({})", kinds::names_list())),
+        Some(v) => match v.as_str().and_then(kinds::find) {
+            Some(k) => k,
+            None => return err(format!("unknown kind {} (expected {})", show(v), kinds::names_list())),
+        },
     };
-    let allowed = keys_of(kind);
     for key in obj.keys() {
-        if COMMON_KEYS.contains(&key.as_str()) || allowed.contains(&key.as_str()) {
+        if COMMON_KEYS.contains(&key.as_str()) || kind.keys.contains(&key.as_str()) {
             continue;
         }
-        if KIND_KEYS.contains(&key.as_str()) {
-            return err(format!("key \"{key}\" does not belong to a {kind} model"));
+        if kinds::is_kind_key(key) {
+            return err(format!("key \"{key}\" does not belong to a {} model", kind.name));
         }
         return err(format!("unknown key \"{key}\""));
     }
@@ -240,26 +234,18 @@ fn model_from_value(v: &Value) -> Result<Model, ModelError> {
         },
     };
     let domain = match obj.get("domain") {
-        None => match kind {
-            "ising" => DomainKind::Spin,
-            "rbm" => DomainKind::Binary,
-            _ => DomainKind::Categorical,
-        },
+        None => kind.default_domain,
         Some(Value::String(s)) if s == "spin" => DomainKind::Spin,
         Some(Value::String(s)) if s == "binary" => DomainKind::Binary,
         Some(Value::String(s)) if s == "categorical" => DomainKind::Categorical,
         Some(s) => return err(format!("unknown domain {} (expected spin, binary or categorical)", show(s))),
     };
-    let supported: &[DomainKind] = match kind {
-        "ising" | "rbm" => &[DomainKind::Spin, DomainKind::Binary],
-        "potts" | "categorical" => &[DomainKind::Categorical],
-        _ => &[DomainKind::Spin, DomainKind::Binary, DomainKind::Categorical],
-    };
-    if !supported.contains(&domain) {
-        let names: Vec<&str> = supported.iter().map(|k| domain_str(*k)).collect();
+    if !kind.domains.contains(&domain) {
+        let names: Vec<&str> = kind.domains.iter().map(|k| domain_str(*k)).collect();
         return err(format!(
-            "domain \"{}\" is not supported by the {kind} model (use {})",
+            "domain \"{}\" is not supported by the {} model (use {})",
             domain_str(domain),
+            kind.name,
             names.join(" or ")
         ));
     }
@@ -303,66 +289,7 @@ fn model_from_value(v: &Value) -> Result<Model, ModelError> {
         if domain == DomainKind::Spin { Space::spin(d) } else { Space::binary(d) }
     };
     check_space_values(&space)?;
-    let d_desc = format!("d = {d}");
-    let k = space.k();
-    let k_desc = format!("K = {k}");
-    match kind {
-        "ising" => {
-            let couplings = couplings(obj, d)?;
-            let b = match obj.get("b") {
-                Some(x) => vector(x, "b", Some((d, &d_desc)))?,
-                None => vec![0.0; d],
-            };
-            Ok(Model::Ising(IsingModel::new(domain, couplings, b)?))
-        }
-        "potts" => {
-            let couplings = couplings(obj, d)?;
-            let h = match obj.get("h") {
-                Some(x) => matrix(x, "h", (d, &d_desc), Some((k, &k_desc)))?.0,
-                None => vec![0.0; d * k],
-            };
-            Ok(Model::Potts(PottsModel::new(space, couplings, h)?))
-        }
-        "rbm" => {
-            let Some(wv) = obj.get("W") else {
-                return err("missing key \"W\" (the rbm weights, d × M)");
-            };
-            let (w, m) = matrix(wv, "W", (d, &d_desc), None)?;
-            if m == 0 {
-                return err("W must have at least one column (M >= 1)");
-            }
-            let b = match obj.get("b") {
-                Some(x) => vector(x, "b", Some((d, &d_desc)))?,
-                None => vec![0.0; d],
-            };
-            let c = match obj.get("c") {
-                Some(x) => vector(x, "c", Some((m, &format!("W has M = {m} columns"))))?,
-                None => vec![0.0; m],
-            };
-            Ok(Model::Rbm(Rbm::new(domain, d, m, w, b, c)?))
-        }
-        "categorical" => match (obj.get("probs"), obj.get("logits")) {
-            (Some(_), Some(_)) => err("give exactly one of probs and logits, not both"),
-            (None, None) => err("missing key \"probs\" or \"logits\""),
-            (Some(p), None) => {
-                let (p, _) = matrix(p, "probs", (d, &d_desc), Some((k, &k_desc)))?;
-                Ok(Model::Categorical(CategoricalModel::from_probs(space, p)?))
-            }
-            (None, Some(l)) => {
-                let (l, _) = matrix(l, "logits", (d, &d_desc), Some((k, &k_desc)))?;
-                Ok(Model::Categorical(CategoricalModel::from_logits(space, l)?))
-            }
-        },
-        _ => {
-            let Some(lp) = obj.get("log_prob") else {
-                return err("missing key \"log_prob\" (K^d numbers)");
-            };
-            // Check the size before reading the list so a huge d fails with the size message.
-            TableModel::check_size(&space)?;
-            let lp = vector(lp, "log_prob", None)?;
-            Ok(Model::Table(TableModel::new(space, lp)?))
-        }
-    }
+    (kind.parse)(obj, &space)
 }
 
 fn domain_str(k: DomainKind) -> &'static str {
@@ -374,7 +301,8 @@ fn domain_str(k: DomainKind) -> &'static str {
     }
 }
 
-fn couplings(obj: &Map<String, Value>, d: usize) -> Result<Couplings, ModelError> {
+/// The couplings of a pairwise kind: at most one of `J`, `edges`, `lattice` (none: no pairs).
+pub(crate) fn couplings(obj: &Map<String, Value>, d: usize) -> Result<Couplings, ModelError> {
     let given: Vec<&str> = ["J", "edges", "lattice"].into_iter().filter(|k| obj.contains_key(*k)).collect();
     if given.len() > 1 {
         return err(format!("give at most one of J, edges and lattice (found {})", given.join(" and ")));

@@ -4,7 +4,8 @@
 //!   each a [`dlp_core::Target`] with the gradient conventions of `model-file.md`: bits for
 //!   binary/spin (∂ℓ/∂bit = 2 ∂ℓ/∂s for spin), the one-hot matrix for categorical kinds.
 //! * [`Model`]: any of them, as read from a `dlp.model.v1` file by [`load_model`] /
-//!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`].
+//!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`]. Each file
+//!   `kind` is one module of [`kinds`] registering a [`ModelKind`].
 //! * [`samples`]: the samples file grammar of `gof.md` §10.2 (read and atomic write).
 //!
 //! Errors display as the `gof.md` §10.5 lines without the leading `error: `.
@@ -14,6 +15,7 @@ pub mod couplings;
 pub mod error;
 pub mod file;
 pub mod ising;
+pub mod kinds;
 pub mod logistic;
 pub mod model;
 pub mod potts;
@@ -27,7 +29,7 @@ pub use error::ModelError;
 pub use file::{Format, load_model, parse_model_str};
 pub use ising::IsingModel;
 pub use logistic::LogisticModel;
-pub use model::{MODEL_SCHEMA, Model};
+pub use model::{LoadedModel, MODEL_SCHEMA, Model, ModelKind};
 pub use potts::PottsModel;
 pub use rbm::Rbm;
 pub use samples::{

@@ -1,57 +1,99 @@
-//! [`Model`]: any model of the zoo, as loaded from a `dlp.model.v1` file.
+//! [`Model`]: any model of the zoo, as loaded from a `dlp.model.v1` file, and [`ModelKind`],
+//! the registration of one `kind` of that file.
+//!
+//! A kind is one module of [`crate::kinds`] (its [`ModelKind`] and the [`LoadedModel`] impl of
+//! its model type) plus one line in that module's kinds table; the loader ([`crate::file`])
+//! and the writer ([`Model::to_json`]) know nothing kind-specific.
 
-use crate::categorical::CategoricalModel;
 use crate::couplings::Couplings;
-use crate::ising::IsingModel;
-use crate::potts::PottsModel;
-use crate::rbm::Rbm;
-use crate::table::TableModel;
+use crate::error::ModelError;
 use dlp_core::{Batch, Capabilities, DomainKind, EvalError, Space, Target};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::any::Any;
+use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The schema tag of model files.
 pub const MODEL_SCHEMA: &str = "dlp.model.v1";
 
-/// One model of any kind. Implements [`Target`] by delegation; [`Target::as_any`] returns the
-/// inner concrete model so samplers can downcast to e.g. [`Rbm`] through a `Model`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Model {
-    /// `kind: ising`.
-    Ising(IsingModel),
-    /// `kind: potts`.
-    Potts(PottsModel),
-    /// `kind: rbm`.
-    Rbm(Rbm),
-    /// `kind: categorical`.
-    Categorical(CategoricalModel),
-    /// `kind: table`.
-    Table(TableModel),
+/// Parser of one kind: builds the model from the file's object, whose keys, `d`, `domain`,
+/// `K` and `values` the loader has already validated into `space`.
+pub type ParseFn = fn(&Map<String, Value>, &Space) -> Result<Model, ModelError>;
+
+/// One `kind` of the `dlp.model.v1` file: everything the loader needs to read it. The writer
+/// half is [`LoadedModel::write_params`] of the model type, which names its kind through
+/// [`LoadedModel::kind`].
+#[derive(Debug)]
+pub struct ModelKind {
+    /// The `kind` string (`"ising"`).
+    pub name: &'static str,
+    /// The keys of this kind besides the common ones (`schema`, `kind`, `d`, `domain`, `K`,
+    /// `values`, `name`); a key of another kind is reported as not belonging to this one.
+    pub keys: &'static [&'static str],
+    /// The domain when the file gives none.
+    pub default_domain: DomainKind,
+    /// The domains this kind accepts, in the order the error message lists them.
+    pub domains: &'static [DomainKind],
+    /// Builds the model from the validated file object and its space.
+    pub parse: ParseFn,
 }
 
-macro_rules! delegate {
-    ($self:expr, $m:ident => $e:expr) => {
-        match $self {
-            Model::Ising($m) => $e,
-            Model::Potts($m) => $e,
-            Model::Rbm($m) => $e,
-            Model::Categorical($m) => $e,
-            Model::Table($m) => $e,
-        }
-    };
+/// Type-erased access to a loaded model's concrete type, for [`Model::downcast_ref`] and
+/// [`Model`]'s equality. Implemented for every `Any + PartialEq` type; never by hand.
+pub trait ModelAny {
+    /// The model as `&dyn Any`.
+    fn as_any_model(&self) -> &dyn Any;
+    /// Whether `other` is a model of the same type and equal to this one.
+    fn eq_model(&self, other: &dyn Any) -> bool;
 }
+
+impl<T: Any + PartialEq> ModelAny for T {
+    fn as_any_model(&self) -> &dyn Any {
+        self
+    }
+
+    fn eq_model(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<T>() == Some(self)
+    }
+}
+
+/// A model type that a [`Model`] can hold: a [`Target`] that knows its file kind and writes
+/// its own parameters.
+pub trait LoadedModel: Target + ModelAny + fmt::Debug {
+    /// The registration of this model's `kind`.
+    fn kind(&self) -> &'static ModelKind;
+
+    /// Inserts the kind-specific keys into the file object (the common keys `schema`,
+    /// `kind`, `d`, `domain`, `K`, `values` are already there); what it writes,
+    /// [`ModelKind::parse`] must read back to an equal model.
+    fn write_params(&self, o: &mut Map<String, Value>);
+}
+
+/// One model of any registered kind (cheap to clone: the model is shared). Implements
+/// [`Target`] by delegation; [`Model::downcast_ref`] gives the concrete model.
+#[derive(Clone)]
+pub struct Model(Arc<dyn LoadedModel>);
 
 impl Model {
-    /// The `kind` string of the model file: "ising", "potts", "rbm", "categorical" or "table".
+    /// Wraps a model of a registered kind.
+    pub fn new(model: impl LoadedModel + 'static) -> Model {
+        Model(Arc::new(model))
+    }
+
+    /// The registration of this model's kind.
+    pub fn kind(&self) -> &'static ModelKind {
+        self.0.kind()
+    }
+
+    /// The `kind` string of the model file ("ising", "rbm", …).
     pub fn kind_name(&self) -> &'static str {
-        match self {
-            Model::Ising(_) => "ising",
-            Model::Potts(_) => "potts",
-            Model::Rbm(_) => "rbm",
-            Model::Categorical(_) => "categorical",
-            Model::Table(_) => "table",
-        }
+        self.0.kind().name
+    }
+
+    /// The concrete model, if it is a `T`.
+    pub fn downcast_ref<T: LoadedModel + 'static>(&self) -> Option<&T> {
+        self.0.as_any_model().downcast_ref::<T>()
     }
 
     /// The model as a `dlp.model.v1` JSON value (lattice couplings keep their lattice form,
@@ -71,28 +113,7 @@ impl Model {
                 o.insert("values".into(), json!(space.values));
             }
         }
-        let k = space.k();
-        match self {
-            Model::Ising(m) => {
-                insert_couplings(o, m.couplings());
-                o.insert("b".into(), json!(m.fields()));
-            }
-            Model::Potts(m) => {
-                insert_couplings(o, m.couplings());
-                o.insert("h".into(), rows(m.h(), k));
-            }
-            Model::Rbm(m) => {
-                o.insert("W".into(), rows(m.w(), m.m()));
-                o.insert("b".into(), json!(m.b()));
-                o.insert("c".into(), json!(m.c()));
-            }
-            Model::Categorical(m) => {
-                o.insert("logits".into(), rows(m.log_probs(), k));
-            }
-            Model::Table(m) => {
-                o.insert("log_prob".into(), json!(m.log_prob()));
-            }
-        }
+        self.0.write_params(o);
         v
     }
 
@@ -106,9 +127,27 @@ impl Model {
         write_atomic(path, self.to_json().as_bytes())
     }
 
-    /// The inner model as a `&dyn Target`.
+    /// The inner model as a `&dyn Target` (one dispatch instead of two through `Model`).
     pub fn as_target(&self) -> &dyn Target {
-        delegate!(self, m => m)
+        &*self.0
+    }
+}
+
+impl<T: LoadedModel + 'static> From<T> for Model {
+    fn from(m: T) -> Self {
+        Model::new(m)
+    }
+}
+
+impl PartialEq for Model {
+    fn eq(&self, other: &Model) -> bool {
+        self.0.eq_model(other.0.as_any_model())
+    }
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Model").field(&self.0).finish()
     }
 }
 
@@ -123,11 +162,14 @@ fn domain_name(kind: DomainKind) -> &'static str {
     }
 }
 
-fn rows(v: &[f64], cols: usize) -> Value {
+/// A row-major matrix as a list of rows of `cols` numbers.
+pub(crate) fn rows(v: &[f64], cols: usize) -> Value {
     Value::Array(v.chunks_exact(cols).map(|r| json!(r)).collect())
 }
 
-fn insert_couplings(o: &mut serde_json::Map<String, Value>, c: &Couplings) {
+/// Couplings as the file writes them: `lattice` when built from one, else `edges` (none
+/// when there are no pairs).
+pub(crate) fn insert_couplings(o: &mut Map<String, Value>, c: &Couplings) {
     if let Some(l) = c.lattice_spec() {
         o.insert("lattice".into(), json!({"shape": l.shape, "periodic": l.periodic, "coupling": l.coupling}));
     } else if c.n_pairs() > 0 {
@@ -136,67 +178,43 @@ fn insert_couplings(o: &mut serde_json::Map<String, Value>, c: &Couplings) {
     }
 }
 
-impl From<IsingModel> for Model {
-    fn from(m: IsingModel) -> Self {
-        Model::Ising(m)
-    }
-}
-impl From<PottsModel> for Model {
-    fn from(m: PottsModel) -> Self {
-        Model::Potts(m)
-    }
-}
-impl From<Rbm> for Model {
-    fn from(m: Rbm) -> Self {
-        Model::Rbm(m)
-    }
-}
-impl From<CategoricalModel> for Model {
-    fn from(m: CategoricalModel) -> Self {
-        Model::Categorical(m)
-    }
-}
-impl From<TableModel> for Model {
-    fn from(m: TableModel) -> Self {
-        Model::Table(m)
-    }
-}
-
+// Every `Target` method is forwarded (not just the required ones), so a model's overrides
+// (cheap flips, minibatches, capabilities) are not lost behind the wrapper.
 impl Target for Model {
     fn space(&self) -> &Space {
-        delegate!(self, m => m.space())
+        self.0.space()
     }
 
     fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        delegate!(self, m => m.log_density_batch(xs, out))
+        self.0.log_density_batch(xs, out)
     }
 
     fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        delegate!(self, m => m.log_density_grad_batch(xs, log_density, grad))
+        self.0.log_density_grad_batch(xs, log_density, grad)
     }
 
     fn log_density(&self, x: &[u32]) -> f64 {
-        delegate!(self, m => m.log_density(x))
+        self.0.log_density(x)
     }
 
     fn log_density_grad(&self, x: &[u32], grad: &mut [f64]) -> f64 {
-        delegate!(self, m => m.log_density_grad(x, grad))
+        self.0.log_density_grad(x, grad)
     }
 
     fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        delegate!(self, m => m.coordinate_deltas(x, i, out))
+        self.0.coordinate_deltas(x, i, out)
     }
 
     fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        delegate!(self, m => m.flip_deltas(x, out))
+        self.0.flip_deltas(x, out)
     }
 
     fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
-        delegate!(self, m => m.cheap_flip_delta(x, i))
+        self.0.cheap_flip_delta(x, i)
     }
 
     fn n_data(&self) -> Option<usize> {
-        delegate!(self, m => m.n_data())
+        self.0.n_data()
     }
 
     fn evaluate(
@@ -206,18 +224,18 @@ impl Target for Model {
         log_density: &mut [f64],
         grad: Option<&mut [f64]>,
     ) -> Result<(), EvalError> {
-        delegate!(self, m => m.evaluate(xs, batch, log_density, grad))
+        self.0.evaluate(xs, batch, log_density, grad)
     }
 
     fn take_error(&self) -> Option<EvalError> {
-        delegate!(self, m => m.take_error())
+        self.0.take_error()
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        delegate!(self, m => m.capabilities())
+        self.0.capabilities()
     }
 
     fn as_any(&self) -> Option<&dyn Any> {
-        delegate!(self, m => m.as_any())
+        self.0.as_any()
     }
 }

@@ -190,7 +190,7 @@ fn paper_lattice_equals_file_form_and_spec_4_1_extremes() {
         vec![0.2; 25]
     );
     let from_file = parse_model_str(&text, Format::Json, "m.json").unwrap();
-    assert_eq!(Model::Ising(from_code.clone()), from_file);
+    assert_eq!(Model::from(from_code.clone()), from_file);
     assert_eq!(from_code.couplings().n_pairs(), 50);
     assert!((from_code.log_density(&[1; 25]) - 15.0).abs() < 1e-12);
     assert!((from_code.log_density(&[0; 25]) - 5.0).abs() < 1e-12);
@@ -265,6 +265,10 @@ fn gof_8_3_rbm_log_densities_and_downcast_through_model() {
     let rbm = target.as_any().and_then(|a| a.downcast_ref::<Rbm>()).expect("downcast to Rbm through Model");
     assert_eq!((rbm.d(), rbm.m()), (3, 2));
     assert_eq!(rbm.w(), &[0.5, -1.0, 0.3, 0.8, -0.6, 0.2]);
+    // The typed accessor of a loaded model: only the concrete type of its kind matches.
+    assert_eq!(m.downcast_ref::<Rbm>(), Some(rbm));
+    assert!(m.downcast_ref::<dlp_models::IsingModel>().is_none());
+    assert_eq!(m.kind_name(), "rbm");
 }
 
 #[test]

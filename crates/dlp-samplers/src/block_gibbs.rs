@@ -587,7 +587,7 @@ mod tests {
             let r = tiny_rbm(dom);
             check_exact(&RbmBlockGibbs, &r, true);
             // Through the Model enum too.
-            check_exact(&RbmBlockGibbs, &Model::Rbm(r.clone()), true);
+            check_exact(&RbmBlockGibbs, &Model::from(r.clone()), true);
         }
     }
 

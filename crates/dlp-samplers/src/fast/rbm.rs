@@ -428,7 +428,7 @@ pub(crate) mod tests {
         let r = tiny_rbm(DomainKind::Binary);
         assert!(qualifying_rbm(&r).is_some());
         assert!(qualifying_rbm(&crate::fast::Generic(&r)).is_none());
-        let model = dlp_models::Model::Rbm(r.clone());
+        let model = dlp_models::Model::from(r.clone());
         assert!(qualifying_rbm(&model).is_some());
     }
 

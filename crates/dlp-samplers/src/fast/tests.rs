@@ -32,7 +32,7 @@ fn qualifying_models_take_the_fast_path_and_generic_hides_them() {
     let m = IsingModel::paper_lattice(4, 0.1, 0.2);
     assert!(qualifying_model(&m).is_some());
     assert!(qualifying_model(&Generic(&m)).is_none());
-    let model = dlp_models::Model::Ising(m.clone());
+    let model = dlp_models::Model::from(m.clone());
     assert!(qualifying_model(&model).is_some(), "found through Model::as_any");
     let mut b = vec![0.2; 16];
     b[3] = 0.3;

@@ -1,0 +1,48 @@
+//! The kinds of `dlp.model.v1` files, one module each: its [`ModelKind`] registration (keys,
+//! domains, parser) and the [`LoadedModel`](crate::LoadedModel) impl of its model type (the
+//! writer). Adding a kind is a module here (`mod` line) plus its entry in [`KINDS`]; the
+//! loader, the writer and every error message listing the kinds follow from [`KINDS`].
+
+use crate::model::ModelKind;
+
+mod categorical;
+mod ising;
+mod potts;
+mod rbm;
+mod table;
+
+/// Every model kind a model file can name, in the order error messages list them.
+pub static KINDS: &[&ModelKind] = &[&ising::KIND, &potts::KIND, &rbm::KIND, &categorical::KIND, &table::KIND];
+
+/// The registered kind called `name`.
+pub fn find(name: &str) -> Option<&'static ModelKind> {
+    KINDS.iter().copied().find(|k| k.name == name)
+}
+
+/// The kind names as a message lists them: "ising, potts, rbm, categorical or table".
+pub fn names_list() -> String {
+    let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// Whether `key` is a key of some registered kind (then it is misplaced rather than unknown).
+pub fn is_kind_key(key: &str) -> bool {
+    KINDS.iter().any(|k| k.keys.contains(&key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_unique_and_domains_cover_their_default() {
+        for (i, k) in KINDS.iter().enumerate() {
+            assert!(KINDS[..i].iter().all(|o| o.name != k.name), "kind {} registered twice", k.name);
+            assert!(k.domains.contains(&k.default_domain), "{}: default domain not supported", k.name);
+        }
+        assert_eq!(names_list(), "ising, potts, rbm, categorical or table");
+    }
+}
