@@ -177,3 +177,53 @@ fn argument_errors_are_one_line_and_help_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("--step-size"));
 }
+
+/// The shipped data-model example, relative to this crate.
+fn logistic_example() -> String {
+    format!("{}/../../data/examples/logistic-spin.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn stochastic_gradient_samplers_run_on_the_shipped_data_model() {
+    let case = Case::new();
+    for sampler in ["sg-dula", "sg-dmala"] {
+        let run = |threads: &str, name: &str| {
+            let p = case.path(name);
+            let args = [
+                "--model",
+                &logistic_example(),
+                "--sampler",
+                sampler,
+                "--step-size",
+                "0.3",
+                "--batch-size",
+                "20",
+                "--chains",
+                "16",
+                "--steps",
+                "200",
+                "--threads",
+                threads,
+                "--out",
+                p.to_str().unwrap(),
+            ];
+            let out = case.sample(&args);
+            assert!(out.status.success(), "{sampler}: {}", String::from_utf8_lossy(&out.stderr));
+            std::fs::read_to_string(p).unwrap()
+        };
+        let one = run("1", &format!("{sampler}-1.csv"));
+        assert_eq!(one, run("2", &format!("{sampler}-2.csv")), "{sampler}: minibatches are shared, not per thread");
+        let rows: Vec<&str> = one.lines().collect();
+        assert_eq!(rows.len(), 1 + 16);
+        assert!(rows[1..].iter().all(|r| r.split(',').all(|v| v == "-1" || v == "1")), "{sampler}");
+    }
+}
+
+#[test]
+fn stochastic_gradient_samplers_need_a_data_model_and_a_batch_size() {
+    let case = Case::new();
+    let out = case.sample(&["--sampler", "sg-dula", "--batch-size", "4"]);
+    assert_input_error(&case, &out, "not a sum over data items");
+    let out = case.sample(&["--model", &logistic_example(), "--sampler", "sg-dula", "--batch-size", "500"]);
+    assert_input_error(&case, &out, "N = 200");
+}

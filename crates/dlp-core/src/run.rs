@@ -140,7 +140,7 @@ impl RunPlan {
             (Some(b), Some(n)) if b == 0 || b > n => {
                 return Err(SamplerError::BadParameter {
                     sampler: name,
-                    message: format!("batch_size (B) must be in 1..={n} (the model's N data items), got {b}"),
+                    message: format!("batch_size (B) must be ≥ 1 and ≤ N = {n} data items, got {b}"),
                 });
             }
             (Some(b), Some(n)) => Some((b, n)),

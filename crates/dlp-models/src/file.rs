@@ -122,7 +122,7 @@ pub(crate) fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
 }
 
 /// A short rendering of a JSON value for messages.
-fn show(v: &Value) -> String {
+pub(crate) fn show(v: &Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
 }
@@ -137,7 +137,7 @@ fn as_int(v: &Value) -> Option<i64> {
 }
 
 /// A finite number at `path`.
-fn number(v: &Value, path: &str) -> Result<f64, ModelError> {
+pub(crate) fn number(v: &Value, path: &str) -> Result<f64, ModelError> {
     match v.as_f64() {
         Some(f) if f.is_finite() => Ok(f),
         Some(f) => err(format!("{path} is not a finite number: {f}")),

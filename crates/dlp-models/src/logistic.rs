@@ -17,10 +17,78 @@
 //! matrixmultiply computes every row with the same kernel, so rows do not interact).
 
 use crate::error::{ModelError, check_finite};
+use crate::file::{err, matrix, number, show, vector};
+use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::{sigmoid, softplus};
 use dlp_core::{Batch, BatchScaling, DomainKind, EvalError, Space, Target};
-use ndarray::linalg::general_mat_mul;
 use ndarray::Array2;
+use ndarray::linalg::general_mat_mul;
+use serde_json::{Map, Value, json};
+
+/// The registration of `kind: logistic` in the model file: features `X` (N × d, required),
+/// labels `y` (N zeros and ones, required), field `b` (zero when absent) and `minibatch`
+/// (`{"scaling": "sum"}`, the default, or `{"scaling": "mean_times", "c": C}`).
+pub static KIND: ModelKind = ModelKind {
+    name: "logistic",
+    keys: &["X", "y", "b", "minibatch"],
+    default_domain: DomainKind::Spin,
+    domains: &[DomainKind::Spin, DomainKind::Binary],
+    parse,
+};
+
+fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {
+    let d = space.d;
+    let d_desc = format!("d = {d}");
+    let Some(yv) = obj.get("y") else {
+        return err("missing key \"y\" (the N labels, 0 or 1)");
+    };
+    let y = vector(yv, "y", None)?;
+    let Some(xv) = obj.get("X") else {
+        return err("missing key \"X\" (the features, N × d)");
+    };
+    let (a, _) = matrix(xv, "X", (y.len(), &format!("y has N = {} labels", y.len())), Some((d, &d_desc)))?;
+    let b = match obj.get("b") {
+        Some(x) => vector(x, "b", Some((d, &d_desc)))?,
+        None => vec![0.0; d],
+    };
+    let scaling = match obj.get("minibatch") {
+        None => BatchScaling::Sum,
+        Some(Value::Object(m)) => {
+            if let Some(k) = m.keys().find(|k| *k != "scaling" && *k != "c") {
+                return err(format!("unknown key \"{k}\" in minibatch"));
+            }
+            match (m.get("scaling").and_then(Value::as_str), m.get("c")) {
+                (Some("sum"), None) => BatchScaling::Sum,
+                (Some("mean_times"), Some(c)) => BatchScaling::MeanTimes { c: number(c, "minibatch.c")? },
+                (Some("mean_times"), None) => return err("minibatch.scaling \"mean_times\" needs minibatch.c"),
+                (Some("sum"), Some(_)) => return err("minibatch.c only goes with scaling \"mean_times\""),
+                _ => {
+                    let found = m.get("scaling").map_or("nothing".to_string(), show);
+                    return err(format!("minibatch.scaling must be \"sum\" or \"mean_times\", found {found}"));
+                }
+            }
+        }
+        Some(other) => return err(format!("minibatch must be an object with a scaling, found {}", show(other))),
+    };
+    Ok(Model::new(LogisticModel::new(space.kind, d, a, y, b, scaling)?))
+}
+
+impl LoadedModel for LogisticModel {
+    fn kind(&self) -> &'static ModelKind {
+        &KIND
+    }
+
+    fn write_params(&self, o: &mut Map<String, Value>) {
+        o.insert("X".into(), rows(&self.a, self.space.d));
+        o.insert("y".into(), json!(self.y));
+        o.insert("b".into(), json!(self.b));
+        let mb = match self.scaling {
+            BatchScaling::Sum => json!({"scaling": "sum"}),
+            BatchScaling::MeanTimes { c } => json!({"scaling": "mean_times", "c": c}),
+        };
+        o.insert("minibatch".into(), mb);
+    }
+}
 
 /// Logistic regression with discrete weights (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -223,7 +291,11 @@ mod tests {
             m.log_density_grad_batch(&xs, &mut f, &mut g);
             for r in 0..3 {
                 let (fh, gh) = by_hand(&m, &xs[2 * r..2 * r + 2], &[0, 1, 2], 1.0);
-                assert!((f[r] - fh).abs() < 1e-12 && (g[2 * r] - gh[0]).abs() < 1e-12 && (g[2 * r + 1] - gh[1]).abs() < 1e-12);
+                assert!(
+                    (f[r] - fh).abs() < 1e-12
+                        && (g[2 * r] - gh[0]).abs() < 1e-12
+                        && (g[2 * r + 1] - gh[1]).abs() < 1e-12
+                );
             }
             let items = [2usize, 0];
             let k = match scaling {
@@ -286,13 +358,48 @@ mod tests {
     fn bad_parameters_and_items_are_named() {
         let e = |r: Result<LogisticModel, ModelError>| r.err().unwrap().to_string();
         let s = BatchScaling::Sum;
-        assert!(e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 2.0], vec![0.0; 2], s)).contains("y[1]"));
-        assert!(e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 3], vec![1.0, 0.0], vec![0.0; 2], s)).contains("X"));
-        assert!(e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 0.0], vec![0.0; 1], s)).contains("b"));
+        assert!(
+            e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 2.0], vec![0.0; 2], s)).contains("y[1]")
+        );
+        assert!(
+            e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 3], vec![1.0, 0.0], vec![0.0; 2], s)).contains("X")
+        );
+        assert!(
+            e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 0.0], vec![0.0; 1], s)).contains("b")
+        );
         let bad_c = BatchScaling::MeanTimes { c: -1.0 };
-        assert!(e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 0.0], vec![0.0; 2], bad_c)).contains("minibatch.c"));
+        assert!(
+            e(LogisticModel::new(DomainKind::Spin, 2, vec![0.0; 4], vec![1.0, 0.0], vec![0.0; 2], bad_c))
+                .contains("minibatch.c")
+        );
         let m = tiny(s);
         let err = m.evaluate(&[0, 0], Batch::Items(&[3]), &mut [0.0], None).unwrap_err();
         assert_eq!(err, EvalError::BadItem { index: 3, n_data: 3 });
+    }
+
+    #[test]
+    fn the_model_file_round_trips_and_names_bad_keys() {
+        use crate::file::{Format, parse_model_str};
+        let text = r#"{"schema": "dlp.model.v1", "kind": "logistic", "d": 2, "y": [1, 0, 1],
+            "X": [[1.0, 0.5], [-0.3, 2.0], [0.7, -1.1]], "b": [0.2, -0.1],
+            "minibatch": {"scaling": "mean_times", "c": 10}}"#;
+        let m = parse_model_str(text, Format::Json, "m.json").unwrap();
+        assert_eq!(m.downcast_ref::<LogisticModel>(), Some(&tiny(BatchScaling::MeanTimes { c: 10.0 })));
+        assert_eq!(parse_model_str(&m.to_json(), Format::Json, "m.json").unwrap(), m);
+        assert_eq!(m.n_data(), Some(3));
+        let bad = |from: &str, to: &str| {
+            parse_model_str(&text.replace(from, to), Format::Json, "m.json").unwrap_err().to_string()
+        };
+        assert_eq!(bad("[1, 0, 1]", "[1, 0]"), "m.json: X has 3 rows but y has N = 2 labels");
+        assert_eq!(bad("[0.7, -1.1]", "[0.7]"), "m.json: X[2] has 1 entries but d = 2");
+        assert_eq!(bad(r#""c": 10"#, r#""c": 0"#), "m.json: minibatch.c must be a finite number > 0, found 0");
+        assert_eq!(
+            bad("mean_times", "mean"),
+            "m.json: minibatch.scaling must be \"sum\" or \"mean_times\", found \"mean\""
+        );
+        assert!(
+            bad(r#""d": 2"#, r#""d": 2, "domain": "categorical", "K": 3"#)
+                .contains("not supported by the logistic model")
+        );
     }
 }

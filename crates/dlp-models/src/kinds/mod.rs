@@ -12,7 +12,8 @@ mod rbm;
 mod table;
 
 /// Every model kind a model file can name, in the order error messages list them.
-pub static KINDS: &[&ModelKind] = &[&ising::KIND, &potts::KIND, &rbm::KIND, &categorical::KIND, &table::KIND];
+pub static KINDS: &[&ModelKind] =
+    &[&ising::KIND, &potts::KIND, &rbm::KIND, &categorical::KIND, &table::KIND, &crate::logistic::KIND];
 
 /// The registered kind called `name`.
 pub fn find(name: &str) -> Option<&'static ModelKind> {
@@ -43,6 +44,6 @@ mod tests {
             assert!(KINDS[..i].iter().all(|o| o.name != k.name), "kind {} registered twice", k.name);
             assert!(k.domains.contains(&k.default_domain), "{}: default domain not supported", k.name);
         }
-        assert_eq!(names_list(), "ising, potts, rbm, categorical or table");
+        assert_eq!(names_list(), "ising, potts, rbm, categorical, table or logistic");
     }
 }
