@@ -89,16 +89,20 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), CliError> {
 
 pub use dlp_core::io::io_reason;
 
+/// The `--sampler` help, generated from the sampler registry so it lists every family.
+pub fn sampler_help() -> String {
+    let forms = dlp_samplers::registry::form_list();
+    format!("Sampler name: {forms} (`dlp samplers`: what each is and its flags; `dlp exact`: one with an exact kernel)")
+}
+
 /// The model and sampler flags that `dlp sample` and `dlp exact` share.
 #[derive(clap::Args, Debug)]
 pub struct ModelSamplerArgs {
     /// Model file (`dlp.model.v1`, JSON or TOML).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
-    /// Sampler name: dula, dmala, pdula, pdmala, dula-f32, dmala-f32, sg-dula, gibbs,
-    /// gibbs-sweep, bg-<k>, block-gibbs, hb-<L>-<r>, gwg, gwg-<k>, lb (`dlp exact`: one
-    /// with an exact kernel).
-    #[arg(long)]
+    /// Sampler name; the help text lists the registered ones ([`sampler_help`]).
+    #[arg(long, help = sampler_help())]
     pub sampler: String,
     /// Step size α of DLP samplers, in {0,1} units for binary and spin models.
     #[arg(long, allow_negative_numbers = true)]

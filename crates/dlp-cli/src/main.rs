@@ -12,6 +12,7 @@ mod bench;
 mod exact;
 mod gof;
 mod sample;
+mod samplers;
 
 use clap::{Parser, Subcommand};
 use dlp_cli::{CliError, clap_error_text, one_line};
@@ -36,6 +37,8 @@ enum Command {
     Gof(gof::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
     Sample(sample::Args),
+    /// List the registered samplers: names, flags, exact for π, what (`--markdown`: README table).
+    Samplers(samplers::Args),
 }
 
 /// Runs the chosen subcommand.
@@ -45,6 +48,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Exact(args) => exact::run(args),
         Command::Gof(args) => gof::run(args),
         Command::Sample(args) => sample::run(args),
+        Command::Samplers(args) => samplers::run(args),
     }
 }
 

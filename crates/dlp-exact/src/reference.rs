@@ -438,11 +438,32 @@ pub struct RefParams {
     pub preconditioner: Option<Vec<f64>>,
     /// Minibatch size.
     pub batch_size: Option<usize>,
+    /// The RBM's parameters when the target is one: `block-gibbs` draws the hidden layer,
+    /// which f(x) (summed over it) does not show, so its reference needs them.
+    pub rbm: Option<RbmRef>,
+}
+
+/// The parameters of an RBM as [`rbm_block_gibbs`] takes them.
+#[derive(Clone, Debug)]
+pub struct RbmRef {
+    /// Visible units.
+    pub d: usize,
+    /// Hidden units.
+    pub m: usize,
+    /// Weights, d × m row-major.
+    pub w: Vec<f64>,
+    /// Visible bias.
+    pub b: Vec<f64>,
+    /// Hidden bias.
+    pub c: Vec<f64>,
+    /// Visible values ±1 (else 0/1).
+    pub spin: bool,
 }
 
 /// The reference matrices of the sampler called `name` (one per phase), or `None` for a name
-/// this module does not know or a sampler whose reference needs model parameters
-/// (`block-gibbs`: use [`rbm_block_gibbs`]).
+/// this module does not know, or whose reference needs what `params` and `target` lack (a
+/// data target for `sg-*`, [`RefParams::rbm`] for `block-gibbs`). The exact suite's coverage
+/// test demands an arm here for every registered sampler.
 pub fn reference_by_name(
     name: &str,
     params: &RefParams,
@@ -470,6 +491,10 @@ pub fn reference_by_name(
         ("gwg", []) => one(gwg(target, 1)),
         ("gwg", [k]) => one(gwg(target, *k)),
         ("lb", []) => one(locally_balanced(target)),
+        ("block", []) if name == "block-gibbs" => {
+            let r = params.rbm.as_ref()?;
+            Some(Ok(vec![rbm_block_gibbs(r.d, r.m, &r.w, &r.b, &r.c, r.spin)]))
+        }
         _ => None,
     }
 }

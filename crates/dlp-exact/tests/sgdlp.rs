@@ -147,6 +147,34 @@ fn full_batch_is_dlp_and_minibatch_kernels_match_the_reference() {
     }
 }
 
+/// The registry rows that need a data target (`needs_data`, so not in the general suite's
+/// `cases()`) are covered here: each test name, with its row's test parameters, has a
+/// reference in `reference_by_name` on the data target and matches it.
+#[test]
+fn every_data_sampler_of_the_registry_matches_its_reference_by_name() {
+    let t = Data::new();
+    let rows: Vec<_> = dlp_samplers::registry::REGISTRY.iter().filter(|s| s.needs_data).collect();
+    assert!(!rows.is_empty(), "no data-target rows: this test would be vacuous");
+    for spec in rows {
+        assert!(!spec.tests.names.is_empty(), "{} has no test names in its registry row", spec.usage());
+        let params = spec.test_params(|| vec![1.0; 3]);
+        let ref_params = reference::RefParams {
+            step_size: params.step_size,
+            preconditioner: params.preconditioner.clone(),
+            batch_size: params.batch_size,
+            rbm: None,
+        };
+        for name in spec.tests.names {
+            let p = kernel_matrix(&t, build_sampler(name, &params).unwrap().as_ref(), 0).unwrap();
+            let r = reference::reference_by_name(name, &ref_params, &t)
+                .unwrap_or_else(|| panic!("{name}: no reference in dlp_exact::reference::reference_by_name"))
+                .unwrap();
+            assert_eq!(r.len(), 1, "{name}: one phase");
+            assert!(max_abs_diff(&p, &r[0]) < 1e-12, "{name}");
+        }
+    }
+}
+
 /// 4,000 chains per state and batch, stepped once on that batch (the runner shares one batch
 /// between all chains of a step); G-test against the reference row on the batch, Bonferroni
 /// over 8 states × 4 batches × 2 samplers.

@@ -59,7 +59,7 @@ impl Target for LatticeIsing {
 
 use dlp_core::DomainKind;
 use dlp_core::testing::Quadratic;
-use dlp_exact::reference::RefParams;
+use dlp_exact::reference::{RbmRef, RefParams};
 use dlp_models::{Couplings, IsingModel, PottsModel, Rbm, TableModel};
 use dlp_samplers::SamplerParams;
 use proptest::prelude::*;
@@ -117,6 +117,16 @@ impl ModelSpec {
             ModelSpec::Ordinal { d, values, w, b } => {
                 Box::new(Quadratic::new(dlp_core::Space::ordinal(*d, values.clone()), w.clone(), b.clone()))
             }
+        }
+    }
+
+    /// The RBM's parameters, for references that need them.
+    pub fn rbm_ref(&self) -> Option<RbmRef> {
+        match self {
+            ModelSpec::Rbm { d, m, w, b, c, spin } => {
+                Some(RbmRef { d: *d, m: *m, w: w.clone(), b: b.clone(), c: c.clone(), spin: *spin })
+            }
+            _ => None,
         }
     }
 
@@ -185,28 +195,22 @@ pub struct Case {
     pub exact: bool,
 }
 
-/// The sampler configurations the suite runs (every registry stem; see `registry_is_covered`).
+/// The sampler configurations the suite runs: the test names of every registry row that runs
+/// on general models, with the row's test parameters (data-target rows are covered by
+/// `sgdlp.rs`; `exact_matrices.rs` checks that every row is covered).
 pub fn cases() -> Vec<Case> {
-    let c = |name, step_size, precond, exact| Case { name, step_size, precond, exact };
-    vec![
-        c("dula", Some(0.4), false, false),
-        c("dmala", Some(0.6), false, true),
-        c("pdula", Some(0.4), true, false),
-        c("pdmala", Some(0.6), true, true),
-        c("dula-f32", Some(0.4), false, false),
-        c("dmala-f32", Some(0.6), false, true),
-        c("gibbs", None, false, true),
-        c("gibbs-sweep", None, false, true),
-        c("bg-1", None, false, true),
-        c("bg-2", None, false, true),
-        c("hb-2-1", None, false, true),
-        c("hb-3-2", None, false, true),
-        c("gwg", None, false, true),
-        c("gwg-2", None, false, true),
-        c("gwg-3", None, false, true),
-        c("lb", None, false, true),
-        c("block-gibbs", None, false, true),
-    ]
+    let mut out = Vec::new();
+    for spec in dlp_samplers::registry::REGISTRY.iter().filter(|s| !s.needs_data) {
+        for &name in spec.tests.names {
+            out.push(Case {
+                name,
+                step_size: spec.tests.step_size,
+                precond: spec.requires(dlp_samplers::registry::Param::Preconditioner),
+                exact: spec.exact,
+            });
+        }
+    }
+    out
 }
 
 /// A preconditioner that differs per coordinate.
@@ -218,8 +222,9 @@ impl Case {
     pub fn params(&self, d: usize) -> SamplerParams {
         SamplerParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
     }
-    pub fn ref_params(&self, d: usize) -> RefParams {
-        RefParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
+    /// The reference's parameters on a d-dimensional target (`rbm`: its parameters, if an RBM).
+    pub fn ref_params(&self, d: usize, rbm: Option<RbmRef>) -> RefParams {
+        RefParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None, rbm }
     }
 }
 
