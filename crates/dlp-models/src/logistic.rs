@@ -271,13 +271,13 @@ mod tests {
             let z = a[0] * w[0] + a[1] * w[1];
             let p = 1.0 / (1.0 + (-z).exp());
             f += k * (m.y[n] * p.ln() + (1.0 - m.y[n]) * (1.0 - p).ln());
-            for i in 0..2 {
-                g[i] += 2.0 * k * (m.y[n] - p) * a[i];
+            for (gi, ai) in g.iter_mut().zip(a) {
+                *gi += 2.0 * k * (m.y[n] - p) * ai;
             }
         }
         f += m.b[0] * w[0] + m.b[1] * w[1];
-        for i in 0..2 {
-            g[i] += 2.0 * m.b[i];
+        for (gi, bi) in g.iter_mut().zip(&m.b) {
+            *gi += 2.0 * bi;
         }
         (f, g)
     }

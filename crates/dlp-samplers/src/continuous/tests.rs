@@ -168,7 +168,7 @@ fn runs_are_thread_independent_and_svgd_is_one_joint_task() {
         let s = build_continuous_sampler(name, &ContinuousParams { step_size: Some(0.01), batch_size: batch }).unwrap();
         let run = |threads, chains_per_task| {
             let o = RunOptions { seed: 9, threads, chains_per_task };
-            run_continuous(s.as_ref(), &t, &x0, 40, &o, |first, n| TaskOf(first, n)).unwrap()
+            run_continuous(s.as_ref(), &t, &x0, 40, &o, TaskOf).unwrap()
         };
         let one = run(1, 0);
         let two = run(2, 0);
@@ -203,11 +203,11 @@ fn svgd_particles_match_a_gaussian_posterior() {
     let x0: Vec<f64> = (0..200).map(|i| ((i * 7919) % 200) as f64 / 100.0 - 1.0).collect();
     let s = build_continuous_sampler("svgd", &ContinuousParams { step_size: Some(0.05), batch_size: None }).unwrap();
     let out = run_continuous(s.as_ref(), &t, &x0, 1500, &RunOptions::default(), |_, _| ()).unwrap();
-    for i in 0..2 {
+    for (i, &want) in mean.iter().enumerate() {
         let v: Vec<f64> = out.final_states.iter().skip(i).step_by(2).copied().collect();
         let m = v.iter().sum::<f64>() / v.len() as f64;
         let s = (v.iter().map(|y| (y - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
-        assert!((m - mean[i]).abs() < 0.02, "coordinate {i}: mean {m} vs {}", mean[i]);
+        assert!((m - want).abs() < 0.02, "coordinate {i}: mean {m} vs {want}");
         assert!((s / sd - 1.0).abs() < 0.15, "coordinate {i}: sd {s} vs {sd}");
     }
 }
