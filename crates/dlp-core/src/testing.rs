@@ -155,6 +155,68 @@ impl Target for PairwiseCategorical {
     }
 }
 
+/// The two 1-d families of spec §4.6 (Fig. 1b), on Θ = {−3, …, 3}.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Curve1dFamily {
+    /// U_a(θ) = −θ²/4 + a·sin θ: log-quadratic at a = 0, its gradient −θ/2 + a·cos θ departs
+    /// from linear in proportion to a.
+    Sin,
+    /// U_a(θ) = a·cos(πθ): the gradient −aπ·sin(πθ) vanishes at every integer, so DLP sees
+    /// the same (flat) target for every a (spec §4.6's counterexample).
+    Cos,
+}
+
+/// π ∝ exp(U_a) on one ordinal coordinate with values −3..3, the extension's gradient being
+/// U_a's analytic derivative (not a difference of neighbouring states): the targets of
+/// Fig. 1b, whose point is how DULA's bias follows that gradient.
+#[derive(Clone, Debug)]
+pub struct Curve1d {
+    space: Space,
+    family: Curve1dFamily,
+    a: f64,
+}
+
+impl Curve1d {
+    /// U_a of `family` on {−3, …, 3}.
+    pub fn new(family: Curve1dFamily, a: f64) -> Self {
+        Curve1d { space: Space::ordinal(1, (-3..=3).collect()), family, a }
+    }
+
+    fn u(&self, t: f64) -> f64 {
+        match self.family {
+            Curve1dFamily::Sin => -t * t / 4.0 + self.a * t.sin(),
+            Curve1dFamily::Cos => self.a * (std::f64::consts::PI * t).cos(),
+        }
+    }
+
+    fn du(&self, t: f64) -> f64 {
+        match self.family {
+            Curve1dFamily::Sin => -t / 2.0 + self.a * t.cos(),
+            Curve1dFamily::Cos => -self.a * std::f64::consts::PI * (std::f64::consts::PI * t).sin(),
+        }
+    }
+}
+
+impl Target for Curve1d {
+    fn space(&self) -> &Space {
+        &self.space
+    }
+
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        for (o, &c) in out.iter_mut().zip(xs) {
+            *o = self.u(self.space.value(c) as f64);
+        }
+    }
+
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        for ((f, g), &c) in log_density.iter_mut().zip(grad.iter_mut()).zip(xs) {
+            let t = self.space.value(c) as f64;
+            *f = self.u(t);
+            *g = self.du(t);
+        }
+    }
+}
+
 /// π of spec §4.3's tiny model ([`Quadratic::spec_tiny`]), states in index order.
 pub const SPEC_TINY_PI: [f64; 8] =
     [0.0757792291, 0.0973024562, 0.0376308515, 0.1313445775, 0.1022912598, 0.0395602265, 0.2515959009, 0.2644954985];
@@ -244,5 +306,17 @@ mod tests {
         for (i, y) in [[1, 1, 0], [0, 0, 0], [0, 1, 1]].iter().enumerate() {
             assert!((out[i] - (t.log_density(y) - f0)).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn curve1d_is_the_spec_4_6_family() {
+        // θ = 2 is value index 5 of {−3..3}.
+        let mut g = [0.0];
+        let sin = Curve1d::new(Curve1dFamily::Sin, 0.5);
+        let f = sin.log_density_grad(&[5], &mut g);
+        assert!((f - (-1.0 + 0.5 * 2f64.sin())).abs() < 1e-15 && (g[0] - (-1.0 + 0.5 * 2f64.cos())).abs() < 1e-15);
+        let cos = Curve1d::new(Curve1dFamily::Cos, 2.0);
+        let f = cos.log_density_grad(&[5], &mut g);
+        assert!((f - 2.0).abs() < 1e-12 && g[0].abs() < 1e-12);
     }
 }
