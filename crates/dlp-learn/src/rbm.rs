@@ -15,7 +15,7 @@
 
 use crate::{Adam, LearnError, bad};
 use dlp_core::math::sigmoid;
-use dlp_core::rng::{ChainRng, chain_rngs, setup_rng};
+use dlp_core::rng::{ChainRng, chain_rngs, derive_seed, setup_rng};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
 use rand::RngExt;
@@ -187,17 +187,10 @@ impl RbmParams {
     }
 }
 
-fn mix(seed: u64, t: u64) -> u64 {
-    // Distinct, well-spread seeds per update (splitmix64 finaliser).
-    let mut z = seed ^ t.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The seed of iteration `t` of a run seeded with `seed` (used for per-iteration chains).
 pub fn iteration_seed(seed: u64, t: u64) -> u64 {
-    mix(seed, t)
+    // Distinct, well-spread seeds per update from dlp's one seed-mixing scheme.
+    derive_seed(seed, &[t])
 }
 
 /// The gradient of the CD loss −mean(ℓ(data)) + mean(ℓ(samples)) (samples held fixed).
@@ -236,7 +229,7 @@ pub fn train_cd(
         for idx in order.chunks_exact(cfg.batch) {
             let batch: Vec<u32> = idx.iter().flat_map(|&r| data[r * d..(r + 1) * d].iter().copied()).collect();
             let mut fantasy = batch.clone();
-            let mut rngs = chain_rngs(mix(seed, done as u64), 0, cfg.batch);
+            let mut rngs = chain_rngs(iteration_seed(seed, done as u64), 0, cfg.batch);
             params.gibbs_par(&mut fantasy, cfg.k, &mut rngs, tasks);
             let g = cd_loss_grad(params, &batch, &fantasy);
             adam_w.step(&mut params.w, &g.w);
