@@ -1,0 +1,333 @@
+//! Every plot of the reproduction binaries, drawn with plotters (pure Rust, DejaVu font
+//! embedded): line and box-plot panels ([`Figure`]) and binary image grids. The binaries
+//! describe what to draw; only this module touches plotters.
+
+use crate::report::five_numbers;
+use anyhow::{Result, anyhow};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// A named curve.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend label; also picks the colour (see [`Figure::labels`]).
+    pub label: String,
+    /// (x, y) points; non-finite points are skipped.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A horizontal dashed reference line.
+#[derive(Clone, Debug)]
+pub struct RefLine {
+    /// Legend label.
+    pub label: String,
+    /// Height.
+    pub y: f64,
+}
+
+/// Five-number summary of one box.
+#[derive(Clone, Debug)]
+pub struct BoxStats {
+    /// Category label (also picks the colour).
+    pub label: String,
+    /// Minimum, first quartile, median, third quartile, maximum.
+    pub five: [f64; 5],
+}
+
+impl BoxStats {
+    /// The box of `values` (their [`five_numbers`]).
+    pub fn from_values(label: &str, values: &[f64]) -> Self {
+        BoxStats { label: label.to_string(), five: five_numbers(values) }
+    }
+}
+
+/// One panel of a figure.
+#[derive(Clone, Debug)]
+pub enum Panel {
+    /// Curves against a common x axis.
+    Lines {
+        /// Panel title.
+        title: String,
+        /// x axis description.
+        x_label: String,
+        /// y axis description.
+        y_label: String,
+        /// The curves.
+        series: Vec<Series>,
+        /// Reference lines.
+        refs: Vec<RefLine>,
+    },
+    /// Box plots per category on a log10 y axis.
+    Boxes {
+        /// Panel title.
+        title: String,
+        /// y axis description.
+        y_label: String,
+        /// The boxes, in display order.
+        boxes: Vec<BoxStats>,
+    },
+}
+
+impl Panel {
+    /// A [`Panel::Lines`] from its parts.
+    pub fn lines(
+        title: impl Into<String>,
+        x_label: &str,
+        y_label: &str,
+        series: Vec<Series>,
+        refs: Vec<RefLine>,
+    ) -> Self {
+        Panel::Lines { title: title.into(), x_label: x_label.into(), y_label: y_label.into(), series, refs }
+    }
+}
+
+/// Panels side by side under a caption.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// Caption.
+    pub caption: String,
+    /// Labels in colour order, so a sampler has the same colour in every panel.
+    pub labels: Vec<String>,
+    /// The panels, left to right.
+    pub panels: Vec<Panel>,
+}
+
+impl Figure {
+    fn size(&self) -> (u32, u32) {
+        (560 * self.panels.len().max(1) as u32, 460)
+    }
+
+    fn color(&self, label: &str) -> RGBColor {
+        // Tableau 10: distinguishable and colour-blind tolerant.
+        const PALETTE: [RGBColor; 10] = [
+            RGBColor(31, 119, 180),
+            RGBColor(255, 127, 14),
+            RGBColor(44, 160, 44),
+            RGBColor(214, 39, 40),
+            RGBColor(148, 103, 189),
+            RGBColor(140, 86, 75),
+            RGBColor(227, 119, 194),
+            RGBColor(127, 127, 127),
+            RGBColor(188, 189, 34),
+            RGBColor(23, 190, 207),
+        ];
+        let i = self.labels.iter().position(|l| l == label).unwrap_or(self.labels.len());
+        PALETTE[i % PALETTE.len()]
+    }
+}
+
+/// Registers the embedded DejaVu Sans under the family names plotters uses, so that text
+/// renders without system font libraries (`toolchain.md` §6).
+pub fn register_fonts() {
+    for family in ["sans-serif", "serif", "monospace"] {
+        let _ = plotters::style::register_font(family, FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font(family, FontStyle::Bold, dejavu::sans::bold());
+    }
+}
+
+/// Range of finite values padded by 5 % (or ±0.5 around a single value).
+fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) =
+        values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !lo.is_finite() {
+        return 0.0..1.0;
+    }
+    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.5 };
+    (lo - pad)..(hi + pad)
+}
+
+/// A tick label with at most three significant digits and no trailing zeros (`200`, `0.05`,
+/// `6.31e4`).
+pub fn short_number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}").replace(".00e", "e");
+    }
+    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot: {e:?}");
+    root.fill(&WHITE).map_err(e)?;
+    let root = root.titled(&figure.caption, ("sans-serif", 20)).map_err(e)?;
+    let areas = root.split_evenly((1, figure.panels.len().max(1)));
+    for (area, panel) in areas.into_iter().zip(&figure.panels) {
+        match panel {
+            Panel::Lines { title, x_label, y_label, series, refs } => {
+                let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+                let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(refs.iter().map(|r| r.y));
+                let mut chart = ChartBuilder::on(&area)
+                    .caption(title, ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(40)
+                    .y_label_area_size(55)
+                    .build_cartesian_2d(padded_range(xs), padded_range(ys))
+                    .map_err(e)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .x_label_formatter(&|v| short_number(*v))
+                    .light_line_style(WHITE)
+                    .draw()
+                    .map_err(e)?;
+                for s in series {
+                    let color = figure.color(&s.label);
+                    let pts = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite());
+                    chart
+                        .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                        .map_err(e)?
+                        .label(s.label.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                }
+                for r in refs {
+                    let (x0, x1) = (chart.x_range().start, chart.x_range().end);
+                    let n = 40;
+                    let dashes = (0..n).step_by(2).map(|k| {
+                        let a = x0 + (x1 - x0) * k as f64 / n as f64;
+                        let b = x0 + (x1 - x0) * (k + 1) as f64 / n as f64;
+                        PathElement::new(vec![(a, r.y), (b, r.y)], BLACK.stroke_width(1))
+                    });
+                    chart
+                        .draw_series(dashes)
+                        .map_err(e)?
+                        .label(r.label.clone())
+                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .position(SeriesLabelPosition::UpperRight)
+                    .label_font(("sans-serif", 12))
+                    .draw()
+                    .map_err(e)?;
+            }
+            Panel::Boxes { title, y_label, boxes } => {
+                let logs = |b: &BoxStats| b.five.map(|v| v.log10());
+                let ys = boxes.iter().flat_map(|b| logs(b).into_iter());
+                let n = boxes.len().max(1);
+                let names: Vec<String> = boxes.iter().map(|b| b.label.clone()).collect();
+                let mut chart = ChartBuilder::on(&area)
+                    .caption(title, ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(40)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d(-0.5..(n as f64 - 0.5), padded_range(ys))
+                    .map_err(e)?;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .x_labels(n + 1)
+                    .x_label_formatter(&|v| {
+                        let i = v.round();
+                        if (v - i).abs() < 1e-6 && i >= 0.0 {
+                            names.get(i as usize).cloned().unwrap_or_default()
+                        } else {
+                            String::new()
+                        }
+                    })
+                    .y_label_formatter(&|v| short_number(10f64.powf(*v)))
+                    .light_line_style(WHITE)
+                    .y_desc(y_label)
+                    .draw()
+                    .map_err(e)?;
+                for (i, b) in boxes.iter().enumerate() {
+                    let [lo, q1, med, q3, hi] = logs(b);
+                    if ![lo, q1, med, q3, hi].iter().all(|v| v.is_finite()) {
+                        continue;
+                    }
+                    let color = figure.color(&b.label);
+                    let x = i as f64;
+                    chart
+                        .draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.mix(0.3).filled())])
+                        .map_err(e)?;
+                    chart
+                        .draw_series([Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], color.stroke_width(1))])
+                        .map_err(e)?;
+                    let seg = |a: (f64, f64), b: (f64, f64), w| PathElement::new(vec![a, b], color.stroke_width(w));
+                    chart
+                        .draw_series([
+                            seg((x - 0.3, med), (x + 0.3, med), 2),
+                            seg((x, lo), (x, q1), 1),
+                            seg((x, q3), (x, hi), 1),
+                            seg((x - 0.15, lo), (x + 0.15, lo), 1),
+                            seg((x - 0.15, hi), (x + 0.15, hi), 1),
+                        ])
+                        .map_err(e)?;
+                }
+            }
+        }
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// `figure` as SVG text.
+pub fn svg(figure: &Figure) -> Result<String> {
+    let mut svg = String::new();
+    draw_figure(SVGBackend::with_string(&mut svg, figure.size()).into_drawing_area(), figure)?;
+    Ok(svg)
+}
+
+/// Draws `figure` as a PNG at `path` (the encoder follows the extension, so `path` must end
+/// in `.png`).
+pub fn png(figure: &Figure, path: &Path) -> Result<()> {
+    draw_figure(BitMapBackend::new(path, figure.size()).into_drawing_area(), figure)
+}
+
+/// Draws up to 100 binary square images (`states`, `d` pixels each, 1 = white) as a
+/// 10-column grid PNG at `path`: 2 px per pixel, 2 px grey gaps (Fig. 8's sample grids).
+pub fn image_grid_png(path: &Path, states: &[u32], d: usize) -> Result<()> {
+    let n = (states.len() / d).min(100);
+    let side = (d as f64).sqrt() as usize;
+    let (scale, gap, cols) = (2u32, 2u32, 10usize);
+    let rows = n.div_ceil(cols).max(1);
+    let cell = side as u32 * scale + gap;
+    let size = (cols as u32 * cell + gap, rows as u32 * cell + gap);
+    let area = BitMapBackend::new(path, size).into_drawing_area();
+    area.fill(&RGBColor(128, 128, 128))?;
+    for k in 0..n {
+        let (r, c) = ((k / cols) as u32, (k % cols) as u32);
+        for p in 0..d.min(side * side) {
+            let v = if states[k * d + p] == 1 { 255 } else { 0 };
+            let (py, px) = ((p / side) as u32, (p % side) as u32);
+            for dy in 0..scale {
+                for dx in 0..scale {
+                    let x = gap + c * cell + px * scale + dx;
+                    let y = gap + r * cell + py * scale + dy;
+                    area.draw_pixel((x as i32, y as i32), &RGBColor(v, v, v))?;
+                }
+            }
+        }
+    }
+    area.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(short_number(200.0), "200");
+        assert_eq!(short_number(0.05), "0.05");
+        assert_eq!(short_number(-2.5), "-2.5");
+        assert_eq!(short_number(1234.5678), "1235");
+        assert_eq!(short_number(63095.734), "63096");
+        assert_eq!(short_number(250000.0), "2.50e5");
+    }
+
+    #[test]
+    fn boxes_are_the_quartiles_of_the_values() {
+        let b = BoxStats::from_values("x", &[4.0, 1.0, 3.0, 2.0, 5.0]);
+        assert_eq!(b.five, [1.0, 2.0, 3.0, 4.0, 5.0]);
+    }
+}

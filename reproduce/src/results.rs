@@ -1,0 +1,211 @@
+//! The results directory of one run: atomic CSV/JSON/figure writes, `meta.json`, progress bars.
+
+use crate::args::CommonArgs;
+use crate::plot::{self, Figure};
+use crate::{csv_out, meta};
+use anyhow::{Context, Result, anyhow};
+use dlp_core::io::atomic_write;
+use serde::Serialize;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// One run of a reproduction binary: where its files go and what `meta.json` records.
+pub struct Run {
+    /// Name of the experiment (`fig3`).
+    pub name: String,
+    /// The results directory.
+    pub dir: PathBuf,
+    /// The common arguments it was started with.
+    pub common: CommonArgs,
+    started: Instant,
+    started_unix: u64,
+}
+
+impl Run {
+    /// Creates the results directory, sizes the global thread pool and registers the plot
+    /// font. Call once, first thing in `main`.
+    pub fn start(name: &str, common: &CommonArgs) -> Result<Run> {
+        let dir = common.out.clone().unwrap_or_else(|| Path::new("results").join(name));
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Some(t) = common.threads {
+            if t == 0 {
+                return Err(anyhow!("--threads must be at least 1"));
+            }
+            // Fails only if the pool was already built (a second Run in one process).
+            let _ = rayon::ThreadPoolBuilder::new().num_threads(t).build_global();
+        }
+        plot::register_fonts();
+        let started_unix =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        Ok(Run { name: name.to_string(), dir, common: common.clone(), started: Instant::now(), started_unix })
+    }
+
+    /// The master seed (`--seed`).
+    pub fn seed(&self) -> u64 {
+        self.common.seed
+    }
+
+    /// Path of `file` inside the results directory.
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    /// Writes `bytes` to `file` in the results directory atomically.
+    pub fn write_bytes(&self, file: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let path = self.path(file);
+        atomic_write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Writes `file` through `write`, which creates it at a temporary path in the same
+    /// directory, then renames that over `file`: atomic like [`Run::write_bytes`], for encoders
+    /// that write to a path themselves (the temporary name keeps the extension, from which the
+    /// bitmap backend picks its encoder).
+    pub fn write_through(&self, file: &str, write: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
+        let target = self.path(file);
+        let ext = Path::new(file).extension().and_then(|e| e.to_str()).unwrap_or("tmp");
+        let tmp = self.path(&format!(".{file}.{}.tmp.{ext}", std::process::id()));
+        let written = write(&tmp).and_then(|()| std::fs::rename(&tmp, &target).map_err(Into::into));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.with_context(|| format!("cannot write {}", target.display()))?;
+        Ok(target)
+    }
+
+    /// Writes a pretty-printed JSON file.
+    pub fn write_json(&self, file: &str, value: &impl Serialize) -> Result<PathBuf> {
+        let mut text = serde_json::to_string_pretty(value)?;
+        text.push('\n');
+        self.write_bytes(file, text.as_bytes())
+    }
+
+    /// Writes a CSV file with the comma-separated column names `columns` as its header and
+    /// `rows` (see [`csv_out::csv_bytes`]).
+    pub fn write_csv(&self, file: &str, columns: &str, rows: &[Vec<String>]) -> Result<PathBuf> {
+        let header: Vec<&str> = columns.split(',').collect();
+        self.write_bytes(file, &csv_out::csv_bytes(&header, rows).with_context(|| file.to_string())?)
+    }
+
+    /// Draws `figure` to `<stem>.svg` and `<stem>.png`.
+    pub fn write_figure(&self, stem: &str, figure: &Figure) -> Result<()> {
+        self.write_bytes(&format!("{stem}.svg"), plot::svg(figure)?.as_bytes())?;
+        self.write_through(&format!("{stem}.png"), |tmp| plot::png(figure, tmp))?;
+        Ok(())
+    }
+
+    /// Writes up to 100 square binary images (`states`, `d` pixels each) as a grid PNG
+    /// (see [`plot::image_grid_png`]).
+    pub fn write_image_grid(&self, file: &str, states: &[u32], d: usize) -> Result<PathBuf> {
+        self.write_through(file, |tmp| plot::image_grid_png(tmp, states, d))
+    }
+
+    /// Writes `meta.json`: seed, the full configuration, git revision, crate versions,
+    /// threads, machine and timing.
+    pub fn write_meta(&self, config: &impl Serialize) -> Result<PathBuf> {
+        let meta = json!({
+            "experiment": self.name,
+            "command_line": std::env::args().collect::<Vec<_>>(),
+            "seed": self.common.seed,
+            "quick": self.common.quick,
+            "config": config,
+            "threads": {
+                "requested": self.common.threads,
+                "used": rayon::current_num_threads(),
+            },
+            "git": meta::git_info(),
+            "versions": meta::versions(),
+            "machine": meta::machine(),
+            "started_unix": self.started_unix,
+            "wall_seconds": self.started.elapsed().as_secs_f64(),
+        });
+        self.write_json("meta.json", &meta)
+    }
+
+    /// Writes `meta.json` (see [`Run::write_meta`]) and prints where the files went: the
+    /// last call of every binary.
+    pub fn finish(&self, config: &impl Serialize) -> Result<()> {
+        self.write_meta(config)?;
+        println!("wrote {} in {:.1} s", self.dir.display(), self.elapsed());
+        Ok(())
+    }
+
+    /// A progress bar on stderr (hidden when stderr is not a terminal).
+    pub fn progress(&self, len: u64, message: &str) -> indicatif::ProgressBar {
+        let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}%")
+        {
+            bar.set_style(style);
+        }
+        bar.set_message(message.to_string());
+        bar
+    }
+
+    /// Seconds since [`Run::start`].
+    pub fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::{BoxStats, Panel, RefLine, Series};
+    use serde_json::Value;
+
+    #[test]
+    fn figures_are_written_as_svg_and_png_with_text_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = CommonArgs { seed: 0, quick: true, threads: None, out: Some(dir.path().to_path_buf()) };
+        let run = Run::start("test", &common).unwrap();
+        let fig = Figure {
+            caption: "caption".into(),
+            labels: vec!["a".into(), "b".into()],
+            panels: vec![
+                Panel::Lines {
+                    title: "lines".into(),
+                    x_label: "x".into(),
+                    y_label: "y".into(),
+                    series: vec![Series { label: "a".into(), points: vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 0.5)] }],
+                    refs: vec![RefLine { label: "floor".into(), y: 0.2 }],
+                },
+                Panel::Boxes {
+                    title: "boxes".into(),
+                    y_label: "z".into(),
+                    boxes: vec![BoxStats { label: "b".into(), five: [1.0, 2.0, 3.0, 4.0, 5.0] }],
+                },
+            ],
+        };
+        run.write_figure("fig", &fig).unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("caption") && svg.contains("floor"));
+        let png = std::fs::read(dir.path().join("fig.png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        run.write_image_grid("grid.png", &[0, 1, 1, 0], 4).unwrap();
+        assert_eq!(&std::fs::read(dir.path().join("grid.png")).unwrap()[..4], b"\x89PNG");
+        run.write_meta(&json!({"k": 1})).unwrap();
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("meta.json")).unwrap()).unwrap();
+        assert_eq!(meta["config"]["k"], 1);
+        assert_eq!(meta["versions"]["dlp"], env!("CARGO_PKG_VERSION"));
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["fig.png", "fig.svg", "grid.png", "meta.json"]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = CommonArgs { seed: 0, quick: true, threads: None, out: Some(dir.path().to_path_buf()) };
+        let run = Run::start("test", &common).unwrap();
+        let res = run.write_through("x.png", |tmp| {
+            std::fs::write(tmp, b"half")?;
+            Err(anyhow!("encoder failed"))
+        });
+        assert!(res.is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
