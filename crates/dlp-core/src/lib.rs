@@ -7,6 +7,9 @@
 //! * [`Target`]: an unnormalised log-density `f` and its gradient, for a batch of states.
 //! * [`Sampler`] / [`Chains`]: a kernel is `start` (init, caching `f` and `∇f`) plus
 //!   `step` (one transition of every chain, returning a [`StepInfo`] per chain).
+//! * [`capability`]: what a target offers beyond f and ∇f (RBM and Ising parameter views),
+//!   looked up by samplers with a fast path instead of downcasting to a model type.
+//! * [`draw`]: the inverse-CDF categorical draws and the single-site Gibbs update.
 //! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
 //! * [`stats`]: ESS, running means and other diagnostics.
@@ -19,6 +22,7 @@
 pub mod capability;
 pub mod continuous;
 pub mod diagnostics;
+pub mod draw;
 pub mod io;
 pub mod math;
 pub mod rng;
