@@ -194,7 +194,9 @@ where
 /// [`Coupling::Joint`]), runs them on rayon, draws each step's minibatch, and stops at the
 /// first evaluation error. `start` starts the chains of one task; `check` returns an error
 /// parked by a target's infallible methods (see [`Target::take_error`]).
-#[allow(clippy::too_many_arguments)]
+// The start callback's type is spelled out (not aliased) so that its lifetimes stay those the
+// two front ends infer.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn run_tasks<'t, X, O, F>(
     plan: &RunPlan,
     d: usize,
