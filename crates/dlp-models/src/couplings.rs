@@ -6,16 +6,9 @@
 use crate::error::ModelError;
 use std::collections::BTreeMap;
 
-/// A nearest-neighbour lattice as given in a model file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LatticeSpec {
-    /// Extent along each axis; sites are numbered row-major (first axis most significant).
-    pub shape: Vec<usize>,
-    /// Whether neighbours wrap around along every axis.
-    pub periodic: bool,
-    /// Weight of each nearest-neighbour pair (counted once per pair).
-    pub coupling: f64,
-}
+/// A nearest-neighbour lattice as given in a model file. Defined in dlp-core, since the
+/// Ising capability ([`dlp_core::capability::IsingView`]) hands it to the lattice kernel.
+pub use dlp_core::capability::LatticeSpec;
 
 /// Symmetric couplings J_ij with zero diagonal, as neighbour lists.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,8 @@
 
 use crate::couplings::Couplings;
 use crate::error::{ModelError, check_finite};
-use dlp_core::{DomainKind, Space, Target};
+use dlp_core::capability::IsingView;
+use dlp_core::{Capabilities, DomainKind, Space, Target};
 use std::any::Any;
 
 /// Ising model with sparse symmetric couplings (see the module doc).
@@ -120,6 +121,19 @@ impl IsingModel {
         self.couplings.weights()
     }
 
+    /// The model as the Ising capability: the CSR couplings, the fields and the lattice the
+    /// couplings were built from, borrowed (what the lattice DLP kernel reads at `start`).
+    pub fn view(&self) -> IsingView<'_> {
+        IsingView {
+            spin: self.is_spin(),
+            offsets: self.couplings.offsets(),
+            neighbours: self.couplings.neighbours(),
+            weights: self.couplings.weights(),
+            fields: &self.b,
+            lattice: self.couplings.lattice_spec(),
+        }
+    }
+
     /// Neighbours of `i` and their weights.
     pub fn neighbours_of(&self, i: usize) -> (&[u32], &[f64]) {
         self.couplings.neighbours_of(i)
@@ -199,6 +213,10 @@ impl Target for IsingModel {
 
     fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
         Some(self.flip_delta(x, i))
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { ising: Some(self.view()), ..Capabilities::default() }
     }
 
     fn as_any(&self) -> Option<&dyn Any> {

@@ -3,14 +3,14 @@
 //! u the visible value (0/1 for binary, ±1 for spin) and W stored d × M row-major.
 //!
 //! Gradient with respect to the bit: ∂ℓ/∂x_i = s (b_i + Σ_k W_ik σ(a_k)), a = c + Wᵀu, s = du/dx
-//! (1 for binary, 2 for spin). Batches use matrix products (ndarray → matrixmultiply); every
-//! row is computed by the same kernel whatever the batch size, so rows do not interact.
+//! (1 for binary, 2 for spin). The arithmetic lives on [`RbmView`] (dlp-core), which the model
+//! also declares as its capability, so the samplers' RBM paths run the very same code; batches
+//! use matrix products whose rows do not interact.
 
 use crate::error::{ModelError, check_finite};
-use dlp_core::math::{sigmoid, softplus};
-use dlp_core::{DomainKind, Space, Target};
-use ndarray::linalg::general_mat_mul;
-use ndarray::{Array2, ArrayView2};
+use dlp_core::capability::RbmView;
+use dlp_core::math::sigmoid;
+use dlp_core::{Capabilities, DomainKind, Space, Target};
 use rand::{Rng, RngExt};
 use std::any::Any;
 
@@ -96,45 +96,25 @@ impl Rbm {
 
     /// du/dx: 2 for spin, 1 for binary.
     pub fn value_scale(&self) -> f64 {
-        if self.is_spin() { 2.0 } else { 1.0 }
+        self.view().value_scale()
     }
 
-    #[inline]
-    fn value_of(&self, c: u32) -> f64 {
-        if self.is_spin() { 2.0 * c as f64 - 1.0 } else { c as f64 }
+    /// The model as the RBM capability: its parameters, borrowed. Every computation of this
+    /// type is a method of the view, shared with the samplers' RBM paths.
+    pub fn view(&self) -> RbmView<'_> {
+        RbmView { spin: self.is_spin(), d: self.space.d, m: self.m, w: &self.w, b: &self.b, c: &self.c }
     }
 
     /// a_k = c_k + Σ_i W_ik u_i for the visible bits `x_bits` (length d), into `out` (length M).
     /// P(h_k = 1 | x) = σ(a_k).
     pub fn hidden_preactivation(&self, x_bits: &[u32], out: &mut [f64]) {
-        let m = self.m;
-        out.copy_from_slice(&self.c);
-        for (i, &xi) in x_bits.iter().enumerate() {
-            let u = self.value_of(xi);
-            if u == 0.0 {
-                continue;
-            }
-            for (o, w) in out.iter_mut().zip(&self.w[i * m..(i + 1) * m]) {
-                *o += u * w;
-            }
-        }
+        self.view().hidden_preactivation(x_bits, out)
     }
 
     /// Logit of P(bit_i = 1 | h) for every visible unit, into `out` (length d):
     /// s·(b_i + Σ_k W_ik h_k) with s = 1 for binary and 2 for spin (P(s_i = +1 | h) = σ(2 a_i)).
     pub fn visible_logits(&self, h: &[u32], out: &mut [f64]) {
-        let m = self.m;
-        let scale = self.value_scale();
-        for (i, o) in out.iter_mut().enumerate() {
-            let row = &self.w[i * m..(i + 1) * m];
-            let mut a = self.b[i];
-            for (&hk, &w) in h.iter().zip(row) {
-                if hk != 0 {
-                    a += w;
-                }
-            }
-            *o = scale * a;
-        }
+        self.view().visible_logits(h, out)
     }
 
     /// Draws h ~ p(h | x) (one uniform per hidden unit, in order k = 0..M) into `h` (length M).
@@ -154,28 +134,6 @@ impl Rbm {
             *xi = u32::from(rng.random::<f64>() < sigmoid(li));
         }
     }
-
-    /// Visible values U (n × d) of a batch of bit vectors.
-    fn values(&self, xs: &[u32]) -> Array2<f64> {
-        let d = self.d();
-        let n = xs.len() / d;
-        Array2::from_shape_fn((n, d), |(r, i)| self.value_of(xs[r * d + i]))
-    }
-
-    /// A = U W + c (n × M).
-    fn preactivations(&self, u: &Array2<f64>) -> Array2<f64> {
-        let w = ArrayView2::from_shape((self.d(), self.m), &self.w).expect("W has shape d × M");
-        let mut a = Array2::from_shape_fn((u.nrows(), self.m), |(_, k)| self.c[k]);
-        general_mat_mul(1.0, u, &w, 1.0, &mut a);
-        a
-    }
-
-    fn log_densities_from(&self, u: &Array2<f64>, a: &Array2<f64>, out: &mut [f64]) {
-        for ((urow, arow), o) in u.rows().into_iter().zip(a.rows()).zip(out.iter_mut()) {
-            let lin: f64 = urow.iter().zip(&self.b).map(|(u, b)| u * b).sum();
-            *o = lin + arow.iter().map(|&t| softplus(t)).sum::<f64>();
-        }
-    }
 }
 
 impl Target for Rbm {
@@ -184,56 +142,33 @@ impl Target for Rbm {
     }
 
     fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        let u = self.values(xs);
-        let a = self.preactivations(&u);
-        self.log_densities_from(&u, &a, out);
+        self.view().log_densities(xs, out)
     }
 
     fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        let d = self.d();
-        let u = self.values(xs);
-        let a = self.preactivations(&u);
-        self.log_densities_from(&u, &a, log_density);
-        let s = a.mapv(sigmoid);
-        let w = ArrayView2::from_shape((d, self.m), &self.w).expect("W has shape d × M");
-        let mut g = Array2::<f64>::zeros((u.nrows(), d));
-        general_mat_mul(1.0, &s, &w.t(), 0.0, &mut g);
-        let scale = self.value_scale();
-        for (grow, out) in g.rows().into_iter().zip(grad.chunks_exact_mut(d)) {
-            for ((o, gi), bi) in out.iter_mut().zip(grow).zip(&self.b) {
-                *o = scale * (bi + gi);
-            }
-        }
+        self.view().log_densities_and_grads(xs, log_density, grad)
     }
 
     fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        // O(M): only the i-th row of W moves the preactivations.
-        let m = self.m;
-        let mut a = vec![0.0; m];
-        self.hidden_preactivation(x, &mut a);
-        let du = self.value_of(1 - x[i]) - self.value_of(x[i]);
-        let row = &self.w[i * m..(i + 1) * m];
-        let mut delta = du * self.b[i];
-        for (&ak, &wk) in a.iter().zip(row) {
-            delta += softplus(ak + du * wk) - softplus(ak);
-        }
+        // O(d·M) for the pre-activations, then O(M): only the i-th row of W moves them.
+        let v = self.view();
+        let mut a = vec![0.0; self.m];
+        v.hidden_preactivation(x, &mut a);
         out[x[i] as usize] = 0.0;
-        out[1 - x[i] as usize] = delta;
+        out[1 - x[i] as usize] = v.flip_delta(&a, x, i);
     }
 
     fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        let m = self.m;
-        let mut a = vec![0.0; m];
-        self.hidden_preactivation(x, &mut a);
+        let v = self.view();
+        let mut a = vec![0.0; self.m];
+        v.hidden_preactivation(x, &mut a);
         for (i, o) in out.iter_mut().enumerate() {
-            let du = self.value_of(1 - x[i]) - self.value_of(x[i]);
-            let row = &self.w[i * m..(i + 1) * m];
-            let mut delta = du * self.b[i];
-            for (&ak, &wk) in a.iter().zip(row) {
-                delta += softplus(ak + du * wk) - softplus(ak);
-            }
-            *o = delta;
+            *o = v.flip_delta(&a, x, i);
         }
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { rbm: Some(self.view()), ..Capabilities::default() }
     }
 
     fn as_any(&self) -> Option<&dyn Any> {

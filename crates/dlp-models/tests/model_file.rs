@@ -265,11 +265,12 @@ fn gof_8_3_rbm_log_densities_and_downcast_through_model() {
         assert!((a - b).abs() < 1e-10, "{a} vs {b}");
     }
     let target: &dyn Target = &m;
-    let rbm = target.as_any().and_then(|a| a.downcast_ref::<Rbm>()).expect("downcast to Rbm through Model");
-    assert_eq!((rbm.d(), rbm.m()), (3, 2));
-    assert_eq!(rbm.w(), &[0.5, -1.0, 0.3, 0.8, -0.6, 0.2]);
+    let view = target.capabilities().rbm.expect("the RBM capability, forwarded by Model");
+    assert_eq!((view.d, view.m, view.spin), (3, 2, false));
+    assert_eq!(view.w, &[0.5, -1.0, 0.3, 0.8, -0.6, 0.2]);
     // The typed accessor of a loaded model: only the concrete type of its kind matches.
-    assert_eq!(m.downcast_ref::<Rbm>(), Some(rbm));
+    let rbm = m.downcast_ref::<Rbm>().expect("downcast to Rbm through Model");
+    assert_eq!((rbm.w(), rbm.b(), rbm.c()), (view.w, view.b, view.c));
     assert!(m.downcast_ref::<dlp_models::IsingModel>().is_none());
     assert_eq!(m.kind_name(), "rbm");
 }
