@@ -1,0 +1,229 @@
+//! dlp-candle: tensor-backed targets. The log-density f and its input gradient ∇f are computed
+//! by [candle](https://github.com/huggingface/candle) on a [`Device`] (the CPU by default, a
+//! CUDA GPU with the `cuda` cargo feature), for the whole batch of chains in one call.
+//!
+//! * [`TensorRbm`]: Bernoulli RBM with binary or spin visibles (the convention of
+//!   [`dlp_models::Rbm`]; for spin the gradient is with respect to the bit x = (s + 1)/2).
+//! * [`TensorPotts`]: Potts model (the convention of [`dlp_models::PottsModel`]: gradient with
+//!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
+//! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
+//!
+//! **Gradients come from candle's autograd**, not from hand-derived formulas: the f32 input
+//! tensor (the bits, or the one-hot matrix for Potts) is a [`candle_core::Var`], f is summed
+//! over the batch and `backward` gives every row's ∇f (rows do not interact, so the sum's
+//! gradient is each row's own). This is the path that BERT, deep-EBM and BNN targets will take.
+//! Tensors are f32; results are converted to f64 on the way out, so they agree with the f64
+//! CPU models to about 1e-6 relative, not bit for bit.
+//!
+//! **Fallible oracle.** [`Target::evaluate`](dlp_core::Target::evaluate) is implemented natively:
+//! a candle error (out of memory, lost device, a shape error) becomes
+//! [`EvalError::Device`] instead of a panic, and
+//! [`Batch::Items`](dlp_core::Batch::Items) is [`EvalError::NoData`]
+//! (these models have no data terms). The infallible batch methods call `evaluate`; on an error
+//! they write NaN and park the error for [`Target::take_error`](dlp_core::Target::take_error),
+//! which the runner checks after every step, so a failing device stops the run with one line.
+//!
+//! **Not done yet (later work):**
+//! * device-resident chains: every call uploads the `u32` index rows to the device (a host → device
+//!   copy per evaluation) and downloads f and ∇f; the samplers keep their states on the host;
+//! * fused kernels: f and ∇f are composed from candle's generic ops (matmul, broadcast, exp, log)
+//!   and a full autograd pass, with no model-specific kernel;
+//! * the `cuda` feature is compiled only on request (it needs `nvcc`) and is not built or tested
+//!   in CI.
+
+#![warn(missing_docs)]
+
+mod potts;
+mod rbm;
+
+pub use candle_core;
+pub use candle_core::Device;
+pub use potts::TensorPotts;
+pub use rbm::TensorRbm;
+
+use candle_core::DeviceLocation;
+use dlp_core::EvalError;
+use std::sync::Mutex;
+
+/// Errors building a tensor target or choosing a device.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum Error {
+    /// The device name is neither `cpu` nor `cuda:N`.
+    #[error("unknown device {0:?} (use \"cpu\" or \"cuda:N\")")]
+    UnknownDevice(String),
+    /// A CUDA device was asked of a build without the `cuda` feature.
+    #[error(
+        "device {0:?} needs the `cuda` feature of dlp-candle, which this build does not have (rebuild with `--features dlp-candle/cuda` on a machine with the CUDA toolkit)"
+    )]
+    CudaNotBuilt(String),
+    /// Model parameters that do not fit together.
+    #[error("bad parameters: {0}")]
+    Param(String),
+    /// candle failed while the parameters were uploaded or the device was opened.
+    #[error("device error on {device}: {message}")]
+    Device {
+        /// The device, e.g. `cpu` or `cuda:0`.
+        device: String,
+        /// What candle said.
+        message: String,
+    },
+}
+
+/// The device named `name`: `"cpu"`, or `"cuda:N"` (`"cuda"` = `"cuda:0"`) when dlp-candle is
+/// built with the `cuda` feature; otherwise a CUDA name is [`Error::CudaNotBuilt`].
+pub fn device(name: &str) -> Result<Device, Error> {
+    let name = name.trim();
+    if name == "cpu" {
+        return Ok(Device::Cpu);
+    }
+    let ordinal = match name.strip_prefix("cuda") {
+        Some("") => 0,
+        Some(rest) => rest
+            .strip_prefix(':')
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| Error::UnknownDevice(name.to_string()))?,
+        None => return Err(Error::UnknownDevice(name.to_string())),
+    };
+    cuda_device(name, ordinal)
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_device(name: &str, ordinal: usize) -> Result<Device, Error> {
+    Device::new_cuda(ordinal).map_err(|e| Error::Device { device: name.to_string(), message: candle_message(&e) })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device(name: &str, _ordinal: usize) -> Result<Device, Error> {
+    Err(Error::CudaNotBuilt(name.to_string()))
+}
+
+/// The name of `device` as [`device`] accepts it (`cpu`, `cuda:0`; `metal:N` for completeness).
+pub fn device_name(device: &Device) -> String {
+    match device.location() {
+        DeviceLocation::Cpu => "cpu".to_string(),
+        DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
+/// The error parked by the infallible methods until [`dlp_core::Target::take_error`] collects
+/// it (the first one since the last collection; later ones are usually consequences).
+#[derive(Debug, Default)]
+pub(crate) struct ErrorSlot(Mutex<Option<EvalError>>);
+
+impl ErrorSlot {
+    /// Keeps `e` unless an earlier error is still waiting.
+    pub(crate) fn park(&self, e: EvalError) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+
+    /// The parked error, leaving the slot empty.
+    pub(crate) fn take(&self) -> Option<EvalError> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Runs `evaluate` for an infallible method: on an error fills `log_density` (and `grad`)
+/// with NaN, which samplers treat as a rejected proposal, and parks the error.
+pub(crate) fn or_park(
+    slot: &ErrorSlot,
+    log_density: &mut [f64],
+    grad: Option<&mut [f64]>,
+    evaluate: impl FnOnce(&mut [f64], Option<&mut [f64]>) -> Result<(), EvalError>,
+) {
+    // Reborrow so that the buffers can be filled after a failed call.
+    let mut grad = grad;
+    if let Err(e) = evaluate(log_density, grad.as_deref_mut()) {
+        log_density.fill(f64::NAN);
+        if let Some(g) = grad {
+            g.fill(f64::NAN);
+        }
+        slot.park(e);
+    }
+}
+
+/// Turns a candle error on `device` into the oracle's error.
+pub(crate) fn device_error(device: &str, e: candle_core::Error) -> EvalError {
+    EvalError::Device { device: device.to_string(), message: candle_message(&e) }
+}
+
+/// Turns a candle error on `device` into a construction error.
+pub(crate) fn build_error(device: &Device, e: candle_core::Error) -> Error {
+    Error::Device { device: device_name(device), message: candle_message(&e) }
+}
+
+/// candle's message on one line, without the backtrace candle appends when `RUST_BACKTRACE`
+/// is set (the runner reports the error as one line).
+pub(crate) fn candle_message(e: &candle_core::Error) -> String {
+    use candle_core::Error as E;
+    let msg = match e {
+        E::WithBacktrace { inner, .. } => return candle_message(inner),
+        E::Context { inner, context } => format!("{context}: {}", candle_message(inner)),
+        E::WithPath { inner, path } => format!("{}: {}", path.display(), candle_message(inner)),
+        other => other.to_string(),
+    };
+    msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Copies an f32 tensor's values (any shape, row-major) into `out` as f64, checking the count.
+pub(crate) fn copy_out(t: &candle_core::Tensor, out: &mut [f64]) -> candle_core::Result<()> {
+    let v = t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
+    if v.len() != out.len() {
+        return Err(candle_core::Error::Msg(format!(
+            "the model produced {} values where {} were expected",
+            v.len(),
+            out.len()
+        )));
+    }
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = f64::from(x);
+    }
+    Ok(())
+}
+
+/// Backpropagates Σ_rows f from `f` and returns the gradient of the input variable `x`;
+/// an error when no gradient reaches it (an op on the way has no backward pass, as candle-nn's
+/// fused LayerNorm).
+pub(crate) fn input_grad(f: &candle_core::Tensor, x: &candle_core::Var) -> candle_core::Result<candle_core::Tensor> {
+    let grads = f.sum_all()?.backward()?;
+    grads.get(x.as_tensor()).cloned().ok_or_else(|| {
+        candle_core::Error::Msg("no gradient reached the input (an op on the way has no backward pass)".into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_names_parse() {
+        assert!(matches!(device("cpu"), Ok(Device::Cpu)));
+        assert!(matches!(device(" cpu "), Ok(Device::Cpu)));
+        assert_eq!(device_name(&Device::Cpu), "cpu");
+        for bad in ["tpu", "cuda:", "cuda:x", "cuda0", "cpu:0", ""] {
+            assert_eq!(device(bad).err(), Some(Error::UnknownDevice(bad.trim().to_string())), "{bad:?}");
+        }
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn cuda_without_the_feature_is_a_clear_error() {
+        for name in ["cuda", "cuda:0", "cuda:3"] {
+            let e = device(name).expect_err("no cuda feature");
+            assert_eq!(e, Error::CudaNotBuilt(name.to_string()));
+            assert!(e.to_string().contains("`cuda` feature"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_first_parked_error_is_kept_and_taken_once() {
+        let slot = ErrorSlot::default();
+        slot.park(EvalError::NoData);
+        slot.park(EvalError::Device { device: "cpu".into(), message: "later".into() });
+        assert_eq!(slot.take(), Some(EvalError::NoData));
+        assert_eq!(slot.take(), None);
+    }
+}
