@@ -3,12 +3,13 @@
 //! chains with systematic sweeps.
 //!
 //! Draw (or chain) j uses only `stream(seed, Reference, j)`, so the reference sample does not
-//! depend on the thread count. The Gibbs sweep is written here rather than taken from
-//! dlp-samplers because the spec fixes its exact form (systematic scan, uniform start, last
-//! state) and the statistics crate should not depend on the sampler zoo.
+//! depend on the thread count. The sweep loop is written here because the spec fixes its form
+//! (systematic scan, uniform start, last state) and the statistics crate should not depend on
+//! the sampler zoo; each site update is the samplers' own, [`gibbs_site_update`] of dlp-core.
 
 use crate::{GofError, Purpose, stream};
 use dlp_core::Target;
+use dlp_core::draw::gibbs_site_update;
 use dlp_core::math::logsumexp;
 use rand::RngExt;
 use rayon::prelude::*;
@@ -76,26 +77,10 @@ pub fn gibbs_draws(target: &dyn Target, m: usize, burnin: usize, seed: u64) -> V
         for c in x.iter_mut() {
             *c = rng.random_range(0..k as u32);
         }
-        let mut delta = vec![0.0; k];
+        let (mut delta, mut scratch) = (vec![0.0; k], Vec::with_capacity(k));
         for _ in 0..burnin {
             for i in 0..d {
-                target.coordinate_deltas(x, i, &mut delta);
-                let mx = delta.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let mut total = 0.0;
-                for v in delta.iter_mut() {
-                    *v = (*v - mx).exp();
-                    total += *v;
-                }
-                let mut u = rng.random::<f64>() * total;
-                let mut pick = k - 1;
-                for (v, &w) in delta.iter().enumerate() {
-                    if u < w {
-                        pick = v;
-                        break;
-                    }
-                    u -= w;
-                }
-                x[i] = pick as u32;
+                gibbs_site_update(target, x, i, &mut delta, &mut scratch, &mut rng);
             }
         }
     });

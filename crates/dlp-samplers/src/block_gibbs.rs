@@ -15,22 +15,24 @@
 //! one `coordinate_deltas` call (K evaluations), which models answer in O(1) per value.
 //!
 //! **`block-gibbs`** — spec §2, row "RBM block Gibbs", the ground truth of the RBM
-//! experiments (§3.3). Needs a `dlp_models::Rbm` target (directly or inside a
-//! `dlp_models::Model`, found through [`Target::as_any`]). One step draws
+//! experiments (§3.3). Needs a target with the RBM capability
+//! ([`dlp_core::capability::RbmView`]: `dlp_models::Rbm`, directly or inside a
+//! `dlp_models::Model`). One step draws
 //! h ~ Bernoulli(σ(c + Wᵀu)) then the visibles x ~ Bernoulli(σ(s(b + W h))), with u the
 //! visible values (0/1, or ±1 for spin visibles) and s = 1 for binary, 2 for spin
 //! (P(u_i = +1 | h) = e^{a}/(e^{a} + e^{−a}) = σ(2a)). Both conditionals are one matrix
-//! product over all the task's chains (ndarray; every row is computed by the same kernel, so
-//! rows do not interact). The hidden pre-activations of the new state are kept for the next
-//! step and give f(x) = b·u + Σ_k softplus(a_k) at no extra cost (`density_evals = 1`).
+//! product over all the task's chains ([`RbmView::hidden_preactivations`],
+//! [`RbmView::visible_logits_batch`]; every row is computed by the same kernel, so rows do not
+//! interact). The hidden pre-activations of the new state are kept for the next step and give
+//! f(x) = b·u + Σ_k softplus(a_k) at no extra cost (`density_evals = 1`).
 
+use crate::fast::rbm::RbmCache;
 use crate::proposal::sample_logits;
 use crate::registry::{SamplerName, SamplerParams};
-use dlp_core::math::{sigmoid, softmax_in_place, softplus};
+use dlp_core::capability::RbmView;
+use dlp_core::math::{sigmoid, softmax_in_place};
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
-use dlp_models::Rbm;
-use ndarray::linalg::general_mat_mul;
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::collections::BTreeMap;
@@ -165,7 +167,7 @@ impl Sampler for BlockGibbs {
         let mut f = vec![0.0; n];
         target.log_density_batch(x0, &mut f);
         // bg-1 on an RBM: keep each chain's hidden pre-activations (see `RbmCache`).
-        let rbm = RbmCache::for_target(target, x0).filter(|_| self.k == 1);
+        let rbm = target.capabilities().rbm.filter(|_| self.k == 1).map(|r| RbmCache::for_site_updates(r, x0));
         Ok(Box::new(BgChains {
             target,
             k: self.k,
@@ -174,6 +176,7 @@ impl Sampler for BlockGibbs {
             schedules: vec![BlockSchedule::new(d); n],
             ys: Vec::new(),
             logw: Vec::new(),
+            scratch: Vec::new(),
             rbm,
         }))
     }
@@ -210,67 +213,8 @@ struct BgChains<'t> {
     schedules: Vec<BlockSchedule>,
     ys: Vec<u32>,
     logw: Vec<f64>,
+    scratch: Vec<f64>,
     rbm: Option<RbmCache<'t>>,
-}
-
-/// bg-1 on an RBM: the hidden pre-activations a = c + Wᵀu of every chain (n × M, row-major).
-/// `Rbm::coordinate_deltas` recomputes a from scratch for each call (d·M multiply-adds); with
-/// a cached, the flip delta du·b_i + Σ_k softplus(a_k + du·W_ik) − softplus(a_k) (the same
-/// formula) costs O(M), and a flip updates a in O(M). Each chain's a is recomputed from
-/// scratch every d steps so that rounding cannot accumulate.
-/// Also used by single-site Gibbs (`gibbs.rs`).
-pub(crate) struct RbmCache<'t> {
-    rbm: &'t Rbm,
-    a: Vec<f64>,
-    since_refresh: Vec<usize>,
-}
-
-impl<'t> RbmCache<'t> {
-    /// The cache for chains at `x0` when `target` is an RBM.
-    pub(crate) fn for_target(target: &'t dyn Target, x0: &[u32]) -> Option<Self> {
-        let rbm = target.as_any()?.downcast_ref::<Rbm>()?;
-        let a = rbm_hidden_preactivations(rbm, x0);
-        Some(RbmCache { rbm, a: a.into_raw_vec_and_offset().0, since_refresh: vec![0; x0.len() / rbm.d()] })
-    }
-
-    /// One exact single-site Gibbs update of chain `j` at coordinate `i` (state `x`, log-density
-    /// `f_x`): candidates and weights as [`block_conditional`] builds them for one coordinate,
-    /// drawn with `sample_logits`. Returns the new f and whether x_i flipped.
-    pub(crate) fn step(
-        &mut self,
-        j: usize,
-        x: &mut [u32],
-        f_x: f64,
-        i: usize,
-        logw: &mut Vec<f64>,
-        rng: &mut ChainRng,
-    ) -> (f64, bool) {
-        let (rbm, m, d) = (self.rbm, self.rbm.m(), self.rbm.d());
-        let a = &mut self.a[j * m..(j + 1) * m];
-        self.since_refresh[j] += 1;
-        if self.since_refresh[j] >= d {
-            rbm.hidden_preactivation(x, a);
-            self.since_refresh[j] = 0;
-        }
-        let value = |c: u32| if rbm.is_spin() { 2.0 * c as f64 - 1.0 } else { c as f64 };
-        let du = value(1 - x[i]) - value(x[i]);
-        let row = &rbm.w()[i * m..(i + 1) * m];
-        let mut delta = du * rbm.b()[i];
-        for (&ak, &wk) in a.iter().zip(row) {
-            delta += softplus(ak + du * wk) - softplus(ak);
-        }
-        // Same candidate order and weights as `block_conditional` for one coordinate.
-        logw.clear();
-        logw.resize(2, f_x);
-        logw[1 - x[i] as usize] += delta;
-        let r = sample_logits(logw, rng);
-        let flipped = r as u32 != x[i];
-        if flipped {
-            x[i] = r as u32;
-            a.iter_mut().zip(row).for_each(|(ak, &wk)| *ak += du * wk);
-        }
-        (logw[r], flipped)
-    }
 }
 
 impl Chains for BgChains<'_> {
@@ -292,7 +236,8 @@ impl Chains for BgChains<'_> {
             let x = &mut self.x[j * d..(j + 1) * d];
             let block = self.schedules[j].next_block(self.k, &mut rngs[j]);
             if let Some(cache) = &mut self.rbm {
-                let (f, flipped) = cache.step(j, x, self.f[j], block[0], &mut self.logw, &mut rngs[j]);
+                let (f, flipped) =
+                    cache.site_update(j, x, self.f[j], block[0], &mut self.logw, &mut self.scratch, &mut rngs[j]);
                 self.f[j] = f;
                 let changed = u32::from(flipped);
                 info[j] = StepInfo {
@@ -307,7 +252,7 @@ impl Chains for BgChains<'_> {
                 continue;
             }
             let evals = block_conditional(self.target, x, self.f[j], block, &mut self.ys, &mut self.logw);
-            let r = sample_logits(&self.logw, &mut rngs[j]);
+            let r = sample_logits(&self.logw, &mut self.scratch, &mut rngs[j]);
             let y = &self.ys[r * d..(r + 1) * d];
             let changed = x.iter().zip(y).filter(|(a, b)| a != b).count() as u32;
             x.copy_from_slice(y);
@@ -336,8 +281,8 @@ impl RbmBlockGibbs {
         Ok(Box::new(RbmBlockGibbs))
     }
 
-    fn rbm<'t>(&self, target: &'t dyn Target) -> Result<&'t Rbm, SamplerError> {
-        target.as_any().and_then(|a| a.downcast_ref::<Rbm>()).ok_or_else(|| SamplerError::Unsupported {
+    fn rbm<'t>(&self, target: &'t dyn Target) -> Result<RbmView<'t>, SamplerError> {
+        target.capabilities().rbm.ok_or_else(|| SamplerError::Unsupported {
             sampler: self.name(),
             message: format!(
                 "the target ({:?} domain, d = {}) is not an RBM; block-gibbs needs an rbm model",
@@ -348,47 +293,6 @@ impl RbmBlockGibbs {
     }
 }
 
-/// Visible values u (0/1, or ±1 for spin) of a batch of bit vectors, n × d.
-fn visible_values(rbm: &Rbm, xs: &[u32]) -> Array2<f64> {
-    let d = rbm.d();
-    let spin = rbm.is_spin();
-    Array2::from_shape_fn((xs.len() / d, d), |(r, i)| {
-        let c = xs[r * d + i] as f64;
-        if spin { 2.0 * c - 1.0 } else { c }
-    })
-}
-
-/// Hidden pre-activations A = U W + c (n × M) of a batch of visible bit vectors: P(h_k = 1 | x)
-/// = σ(A_k). One matrix product over the batch.
-pub fn rbm_hidden_preactivations(rbm: &Rbm, xs: &[u32]) -> Array2<f64> {
-    let (d, m) = (rbm.d(), rbm.m());
-    let u = visible_values(rbm, xs);
-    let w = ArrayView2::from_shape((d, m), rbm.w()).expect("W is d × M");
-    let mut a = Array2::from_shape_fn((u.nrows(), m), |(_, k)| rbm.c()[k]);
-    general_mat_mul(1.0, &u, &w, 1.0, &mut a);
-    a
-}
-
-/// Logits of P(x_i = 1 | h) for a batch of hidden vectors (n × M, entries 0/1):
-/// s·(b + W h) with s = 1 for binary visibles and 2 for spin visibles. One matrix product.
-pub fn rbm_visible_logits(rbm: &Rbm, hs: &Array2<f64>) -> Array2<f64> {
-    let (d, m) = (rbm.d(), rbm.m());
-    let w = ArrayView2::from_shape((d, m), rbm.w()).expect("W is d × M");
-    let mut l = Array2::from_shape_fn((hs.nrows(), d), |(_, i)| rbm.b()[i]);
-    general_mat_mul(1.0, hs, &w.t(), 1.0, &mut l);
-    if rbm.is_spin() {
-        l.mapv_inplace(|v| 2.0 * v);
-    }
-    l
-}
-
-/// f(x) = b·u + Σ_k softplus(a_k) from the visible bits and their hidden pre-activations.
-pub fn rbm_log_density_from(rbm: &Rbm, x: &[u32], a: &[f64]) -> f64 {
-    let spin = rbm.is_spin();
-    let lin: f64 = x.iter().zip(rbm.b()).map(|(&c, b)| if spin { 2.0 * c as f64 - 1.0 } else { c as f64 } * b).sum();
-    lin + a.iter().map(|&t| softplus(t)).sum::<f64>()
-}
-
 impl Sampler for RbmBlockGibbs {
     fn name(&self) -> String {
         "block-gibbs".into()
@@ -397,12 +301,8 @@ impl Sampler for RbmBlockGibbs {
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
         let rbm = self.rbm(target)?;
         target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let a = rbm_hidden_preactivations(rbm, x0);
-        let f = x0
-            .chunks(rbm.d())
-            .zip(a.rows())
-            .map(|(x, ar)| rbm_log_density_from(rbm, x, ar.as_slice().unwrap()))
-            .collect();
+        let a = rbm.hidden_preactivations(x0);
+        let f = x0.chunks(rbm.d).zip(a.rows()).map(|(x, ar)| rbm.log_density_from(x, ar.as_slice().unwrap())).collect();
         Ok(Box::new(RbmChains { rbm, x: x0.to_vec(), f, a }))
     }
 
@@ -416,10 +316,10 @@ impl ExactKernel for RbmBlockGibbs {
     /// only). Panics if the target is not an RBM.
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
         let rbm = self.rbm(target).expect("block-gibbs needs an RBM target");
-        let (d, m) = (rbm.d(), rbm.m());
-        let a = rbm_hidden_preactivations(rbm, x);
+        let (d, m) = (rbm.d, rbm.m);
+        let a = rbm.hidden_preactivations(x);
         let hs = Array2::from_shape_fn((1 << m, m), |(r, k)| ((r >> k) & 1) as f64);
-        let l = rbm_visible_logits(rbm, &hs);
+        let l = rbm.visible_logits_batch(&hs);
         let mut row = BTreeMap::new();
         for (h, lr) in hs.rows().into_iter().zip(l.rows()) {
             let ph: f64 =
@@ -436,7 +336,7 @@ impl ExactKernel for RbmBlockGibbs {
 }
 
 struct RbmChains<'t> {
-    rbm: &'t Rbm,
+    rbm: RbmView<'t>,
     x: Vec<u32>,
     f: Vec<f64>,
     /// Hidden pre-activations of the current states (n × M).
@@ -457,7 +357,7 @@ impl Chains for RbmChains<'_> {
     }
 
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let (d, m) = (self.rbm.d(), self.rbm.m());
+        let (d, m) = (self.rbm.d, self.rbm.m);
         let n = self.f.len();
         let mut h = Array2::<f64>::zeros((n, m));
         for (j, (mut hr, ar)) in h.rows_mut().into_iter().zip(self.a.rows()).enumerate() {
@@ -465,7 +365,7 @@ impl Chains for RbmChains<'_> {
                 *hk = f64::from(u8::from(rngs[j].random::<f64>() < sigmoid(ak)));
             }
         }
-        let l = rbm_visible_logits(self.rbm, &h);
+        let l = self.rbm.visible_logits_batch(&h);
         let mut changed = vec![0u32; n];
         for (j, lr) in l.rows().into_iter().enumerate() {
             for (xi, &li) in self.x[j * d..(j + 1) * d].iter_mut().zip(lr) {
@@ -474,9 +374,9 @@ impl Chains for RbmChains<'_> {
                 *xi = new;
             }
         }
-        self.a = rbm_hidden_preactivations(self.rbm, &self.x);
+        self.a = self.rbm.hidden_preactivations(&self.x);
         for (j, ar) in self.a.rows().into_iter().enumerate() {
-            self.f[j] = rbm_log_density_from(self.rbm, &self.x[j * d..(j + 1) * d], ar.as_slice().unwrap());
+            self.f[j] = self.rbm.log_density_from(&self.x[j * d..(j + 1) * d], ar.as_slice().unwrap());
             info[j] = StepInfo {
                 accepted: true,
                 accept_prob: 1.0,
@@ -497,7 +397,7 @@ mod tests {
     use crate::gibbs::testkit::*;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
     use dlp_core::{DomainKind, chain_rngs};
-    use dlp_models::Model;
+    use dlp_models::{Model, Rbm};
 
     fn tiny_rbm(domain: DomainKind) -> Rbm {
         Rbm::new(domain, 3, 2, vec![0.9, -0.4, -0.7, 0.5, 0.3, 1.1], vec![0.2, -0.3, 0.1], vec![-0.5, 0.4]).unwrap()
@@ -595,11 +495,11 @@ mod tests {
     fn rbm_conditionals_match_hand_computation() {
         // Spin RBM, x = (1,0,1) → u = (+1, −1, +1): a = c + Wᵀu.
         let r = tiny_rbm(DomainKind::Spin);
-        let a = rbm_hidden_preactivations(&r, &[1, 0, 1]);
+        let a = r.view().hidden_preactivations(&[1, 0, 1]);
         assert!((a[[0, 0]] - (-0.5 + 0.9 + 0.7 + 0.3)).abs() < 1e-15);
         assert!((a[[0, 1]] - (0.4 - 0.4 - 0.5 + 1.1)).abs() < 1e-15);
         // h = (1, 0): P(u_i = +1 | h) = σ(2(b_i + W_i0)).
-        let l = rbm_visible_logits(&r, &Array2::from_shape_vec((1, 2), vec![1.0, 0.0]).unwrap());
+        let l = r.view().visible_logits_batch(&Array2::from_shape_vec((1, 2), vec![1.0, 0.0]).unwrap());
         for (i, e) in [0.2 + 0.9, -0.3 - 0.7, 0.1 + 0.3].iter().enumerate() {
             assert!((l[[0, i]] - 2.0 * e).abs() < 1e-15);
         }
@@ -616,7 +516,7 @@ mod tests {
 
     #[test]
     fn bg1_rbm_path_follows_the_generic_rows_and_keeps_f() {
-        // bg-1 on an RBM takes the cached pre-activation path (`RbmCache`). One-step rows
+        // bg-1 on an RBM takes the cached pre-activation path (`fast::rbm::RbmCache`). One-step rows
         // against the exact rows (built from `Rbm::coordinate_deltas`): ≤ 2 states per row,
         // > 5σ with probability 5.7e−7 each, 6 rows → false-failure rate < 1e−5.
         use crate::fast::rbm::tests::{check_cached_f, random_rbm};

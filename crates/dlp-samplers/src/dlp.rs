@@ -26,7 +26,7 @@
 //! value list is a candidate), adaptive step sizes, minibatch DMALA (pitfall P10; see
 //! [`crate::sgdlp`] for stochastic-gradient DULA).
 
-use crate::proposal::{accept_prob, mh_accept};
+use crate::proposal::{accept_prob, inverse_cdf, mh_accept};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::{logsumexp, sigmoid, softplus};
 use dlp_core::{
@@ -218,17 +218,13 @@ impl DlpProposal {
         for i in 0..space.d {
             let row = &logits[i * k..(i + 1) * k];
             let lse = lognorm[i];
-            let mut u: f64 = rng.random();
-            let mut pick = None;
-            for (v, &l) in row.iter().enumerate() {
-                u -= (l - lse).exp();
-                if u < 0.0 {
-                    pick = Some(v);
-                    break;
-                }
-            }
-            // Rounding left u ≥ 0 after the whole row: take the last value with positive mass.
-            let v = pick.unwrap_or_else(|| row.iter().rposition(|&l| (l - lse).exp() > 0.0).unwrap_or(x[i] as usize));
+            // The row is normalised by log Z_i, so the scan starts from U itself.
+            let u: f64 = rng.random();
+            let weights = row.iter().map(|&l| (l - lse).exp());
+            // Rounding left u ≥ 0 after the whole row: take the last value with positive mass
+            // (the current one if none has: a NaN row stays).
+            let v = inverse_cdf(weights.clone(), u)
+                .unwrap_or_else(|| weights.clone().rposition(|w| w > 0.0).unwrap_or(x[i] as usize));
             y[i] = v as u32;
             changed += (y[i] != x[i]) as u32;
         }

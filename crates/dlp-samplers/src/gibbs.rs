@@ -15,7 +15,8 @@
 //! The systematic scan keeps one counter per batch of chains: chains started together or
 //! separately are at the same step, so they use the same site (phase = step mod d).
 
-use crate::proposal::sample_logits;
+use crate::fast::rbm::RbmCache;
+use dlp_core::draw::gibbs_site_update;
 use dlp_core::math::softmax_in_place;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
@@ -56,8 +57,8 @@ impl Gibbs {
 }
 
 /// Log-weights of the full conditional of site `i` at `x`: `out[v] = f(x with x_i = v) − f(x)`
-/// (length K). The step draws v ∝ exp(out[v]); [`ExactKernel::transition_row`] normalises
-/// the same numbers.
+/// (length K). The step draws v ∝ `exp(out[v])` ([`gibbs_site_update`], which computes them
+/// the same way); [`ExactKernel::transition_row`] normalises the same numbers.
 pub fn site_log_weights(target: &dyn Target, x: &[u32], i: usize, out: &mut [f64]) {
     target.coordinate_deltas(x, i, out);
 }
@@ -93,7 +94,7 @@ impl Sampler for Gibbs {
         let mut f = vec![0.0; x0.len() / d];
         target.log_density_batch(x0, &mut f);
         // On an RBM, keep the hidden pre-activations per chain (O(M) per site, not O(d·M)).
-        let rbm = crate::block_gibbs::RbmCache::for_target(target, x0);
+        let rbm = target.capabilities().rbm.map(|r| RbmCache::for_site_updates(r, x0));
         Ok(Box::new(GibbsChains {
             target,
             scan: self.scan,
@@ -101,6 +102,7 @@ impl Sampler for Gibbs {
             f,
             t: 0,
             w: vec![0.0; target.space().k()],
+            scratch: Vec::new(),
             rbm,
         }))
     }
@@ -136,7 +138,8 @@ struct GibbsChains<'t> {
     f: Vec<f64>,
     t: usize,
     w: Vec<f64>,
-    rbm: Option<crate::block_gibbs::RbmCache<'t>>,
+    scratch: Vec<f64>,
+    rbm: Option<RbmCache<'t>>,
 }
 
 impl Chains for GibbsChains<'_> {
@@ -161,16 +164,13 @@ impl Chains for GibbsChains<'_> {
                 Scan::Systematic => self.t % d,
             };
             let changed = if let Some(cache) = &mut self.rbm {
-                let (f, flipped) = cache.step(j, row, self.f[j], i, &mut self.w, rng);
+                let (f, flipped) = cache.site_update(j, row, self.f[j], i, &mut self.w, &mut self.scratch, rng);
                 self.f[j] = f;
                 flipped
             } else {
-                site_log_weights(self.target, row, i, &mut self.w);
-                let v = sample_logits(&self.w, rng);
-                let changed = v as u32 != row[i];
-                self.f[j] += self.w[v];
-                row[i] = v as u32;
-                changed
+                let old = row[i];
+                self.f[j] += gibbs_site_update(self.target, row, i, &mut self.w, &mut self.scratch, rng);
+                row[i] != old
             };
             info[j] = StepInfo {
                 accepted: true,
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn rbm_path_follows_the_generic_rows_and_keeps_f() {
-        // Single-site Gibbs on an RBM takes `block_gibbs::RbmCache`. One-step rows against the
+        // Single-site Gibbs on an RBM takes `fast::rbm::RbmCache`. One-step rows against the
         // exact rows (from `Rbm::coordinate_deltas`): ≤ 4 states per row, > 5σ with
         // probability 5.7e−7 each, 8 rows → false-failure rate < 1e−4.
         use crate::fast::rbm::tests::{check_cached_f, random_rbm};

@@ -29,16 +29,15 @@
 //! coordinate to different classes; the code has no such variant), ordinal targets.
 
 use crate::fast::rbm::RbmCache;
-use crate::proposal::mh_accept;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
+use crate::proposal::{mh_accept, sample_weights};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::logsumexp;
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
     Transition,
 };
-use rand::RngExt;
 use std::collections::BTreeMap;
 
 /// Gibbs-with-gradients with `k` i.i.d. move draws per step.
@@ -140,20 +139,6 @@ fn move_log_probs_and_probs(space: &Space, x: &[u32], grad: &[f64], out: &mut [f
     out.iter_mut().for_each(|v| *v -= lse);
 }
 
-/// Index drawn with probability ∝ `p` (non-negative weights summing to `total`): the same
-/// inverse-CDF scan as [`sample_logits`] on the weights' logarithms, one uniform per draw.
-fn sample_probs(p: &[f64], total: f64, rng: &mut ChainRng) -> usize {
-    let mut u: f64 = rng.random::<f64>() * total;
-    for (k, &w) in p.iter().enumerate() {
-        u -= w;
-        if u < 0.0 {
-            return k;
-        }
-    }
-    // Rounding left u ≥ 0: the last index with positive weight.
-    p.iter().rposition(|&w| w > 0.0).unwrap_or(0)
-}
-
 /// Applies the drawn moves to `x` (a copy is written to `y`); returns how many coordinates
 /// changed. With replacement, a move drawn twice is applied once (the union of flips).
 pub fn apply_moves(k_slots: usize, x: &[u32], draws: &[usize], y: &mut [u32]) -> u32 {
@@ -211,7 +196,7 @@ impl Sampler for Gwg {
             lq,
             p,
             // GWG on an RBM: evaluate proposals from cached pre-activations (`fast::rbm`).
-            rbm: crate::fast::rbm::qualifying_rbm(target).map(|r| RbmCache::new(r, x0)),
+            rbm: target.capabilities().rbm.map(|r| RbmCache::new(r, x0)),
             p_y: vec![0.0; d * ks],
             n_prop: vec![0; n],
             y: vec![0; n * d],
@@ -315,7 +300,7 @@ impl Chains for GwgChains<'_> {
             let p = &self.p[j * d * ks..(j + 1) * d * ks];
             let total: f64 = p.iter().sum();
             for m in &mut self.draws[j * k..(j + 1) * k] {
-                *m = sample_probs(p, total, &mut rngs[j]);
+                *m = sample_weights(p, total, &mut rngs[j]);
             }
             n_prop[j] = apply_moves(
                 ks,
@@ -465,7 +450,6 @@ mod tests {
         use crate::fast::rbm::tests::{check_cached_f, check_chains_do_not_interact, random_rbm};
         for (dom, seed) in [(dlp_core::DomainKind::Binary, 70), (dlp_core::DomainKind::Spin, 71)] {
             let r = random_rbm(dom, 3, 2, seed);
-            assert!(crate::fast::rbm::qualifying_rbm(&r).is_some());
             for (k, x) in [(1, [0, 1, 0]), (2, [1, 1, 0])] {
                 let info = empirical_check(&Gwg::new(k).unwrap(), &r, &x, 40_000, seed + k as u64);
                 assert!(info.iter().all(|i| i.grad_evals == 1 && i.density_evals == 1));

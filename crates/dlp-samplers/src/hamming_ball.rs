@@ -19,6 +19,9 @@
 //! in one batch call; the chosen candidate's f becomes the cached log-density.
 
 use crate::block_gibbs::{BlockSchedule, MAX_CANDIDATES, first_blocks};
+#[cfg(doc)]
+use crate::proposal::sample_logits;
+use crate::proposal::sample_weights;
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::softmax_in_place;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
@@ -119,21 +122,16 @@ fn radius1_move(k: usize, center: &[u32], block: &[usize], a: usize) -> Option<(
     Some((i, if q < center[i] { q } else { q + 1 }))
 }
 
-/// Draws an index ∝ exp(`logw`) with one exponential per entry (`w` is scratch): the same
-/// inverse-CDF scan as `proposal::sample_logits`, which evaluates every exponential twice.
+/// Draws an index ∝ exp(`logw`) with one exponential per entry (`w` is scratch). The weights
+/// and scan are those of [`sample_logits`]; what differs is the rounding fallback, the last
+/// positive weight (this sampler's convention) rather than the last finite logit, which is
+/// why it calls [`sample_weights`] on its own exponentials.
 fn sample_log_weights(logw: &[f64], w: &mut Vec<f64>, rng: &mut ChainRng) -> usize {
     let m = logw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     w.clear();
     w.extend(logw.iter().map(|&l| (l - m).exp()));
     let total: f64 = w.iter().sum();
-    let mut u: f64 = rng.random::<f64>() * total;
-    for (k, &x) in w.iter().enumerate() {
-        u -= x;
-        if u < 0.0 {
-            return k;
-        }
-    }
-    w.iter().rposition(|&x| x > 0.0).unwrap_or(0)
+    sample_weights(w, total, rng)
 }
 
 impl Sampler for HammingBall {

@@ -63,7 +63,16 @@ impl Sampler for LocallyBalanced {
         target.log_density_batch(x0, &mut f);
         let mut lam = vec![0.0; n * d];
         let log_z = x0.chunks(d).zip(lam.chunks_mut(d)).map(|(x, l)| lb_logits(target, x, l)).collect();
-        Ok(Box::new(LbChains { target, x: x0.to_vec(), f, lam, log_z, y: vec![0; d], lam_y: vec![0.0; d] }))
+        Ok(Box::new(LbChains {
+            target,
+            x: x0.to_vec(),
+            f,
+            lam,
+            log_z,
+            y: vec![0; d],
+            lam_y: vec![0.0; d],
+            scratch: Vec::new(),
+        }))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -100,6 +109,7 @@ struct LbChains<'t> {
     log_z: Vec<f64>,
     y: Vec<u32>,
     lam_y: Vec<f64>,
+    scratch: Vec<f64>,
 }
 
 impl Chains for LbChains<'_> {
@@ -119,7 +129,7 @@ impl Chains for LbChains<'_> {
         let d = self.target.space().d;
         for j in 0..self.f.len() {
             let (x, lam) = (&mut self.x[j * d..(j + 1) * d], &mut self.lam[j * d..(j + 1) * d]);
-            let i = sample_logits(lam, &mut rngs[j]);
+            let i = sample_logits(lam, &mut self.scratch, &mut rngs[j]);
             self.y.copy_from_slice(x);
             self.y[i] = 1 - self.y[i];
             let log_z_y = lb_logits(self.target, &self.y, &mut self.lam_y);

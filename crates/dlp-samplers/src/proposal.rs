@@ -1,7 +1,9 @@
 //! Pieces shared by several samplers: the Metropolis–Hastings test in log space, uniform
-//! draws, categorical draws from logits.
+//! draws, and the categorical draws (defined in [`dlp_core::draw`], which the reference draws
+//! of dlp-gof share).
 
 use dlp_core::ChainRng;
+pub use dlp_core::draw::{inverse_cdf, sample_logits, sample_weights};
 use rand::RngExt;
 
 /// Draws u ~ U(0,1) and accepts iff log u < `log_ratio` (a NaN ratio rejects, so a
@@ -13,21 +15,6 @@ pub fn mh_accept(log_ratio: f64, rng: &mut ChainRng) -> (bool, f64) {
     let accept = u.ln() < log_ratio;
     let p = if log_ratio.is_nan() { 0.0 } else { log_ratio.min(0.0).exp() };
     (accept, p)
-}
-
-/// Index drawn from the unnormalised log-weights `logits` (entries of −∞ are never drawn).
-pub fn sample_logits(logits: &[f64], rng: &mut ChainRng) -> usize {
-    let m = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let total: f64 = logits.iter().map(|&l| (l - m).exp()).sum();
-    let mut u: f64 = rng.random::<f64>() * total;
-    for (k, &l) in logits.iter().enumerate() {
-        u -= (l - m).exp();
-        if u < 0.0 {
-            return k;
-        }
-    }
-    // Rounding left u ≥ 0: return the last index with positive weight.
-    logits.iter().rposition(|&l| l > f64::NEG_INFINITY).unwrap_or(0)
 }
 
 /// min(1, e^A): the probability with which [`mh_accept`] accepts a log ratio A (0 for NaN).

@@ -1,5 +1,7 @@
-//! DULA and DMALA on a lattice Ising model with one coupling w and one field b
-//! (`IsingModel` built from a lattice, e.g. `IsingModel::paper_lattice`), spin or binary.
+//! DULA and DMALA on a lattice Ising model with one coupling w and one field b (a target whose
+//! Ising capability, [`IsingView`], carries a lattice: `dlp_models::IsingModel` built from a
+//! lattice, e.g. `IsingModel::paper_lattice`), spin or binary. The view is read once, at
+//! `start`, into the class tables and neighbour lists below.
 //!
 //! The same kernel as [`crate::dlp`] (spec `reproduction.md` §1.4, §1.8), specialised:
 //!
@@ -49,24 +51,24 @@
 
 use super::Threshold;
 use crate::proposal::mh_accept;
+use dlp_core::capability::IsingView;
 use dlp_core::math::{sigmoid, softplus};
-use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
-use dlp_models::IsingModel;
+use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, Space, StepInfo, Target};
 use rand::Rng;
 use std::cell::{Cell, OnceCell};
 
 /// Number of classes on the 2-D torus: bit × number of up neighbours (0..=4).
 const TORUS_CLASSES: usize = 10;
 
-/// The Ising model if `target` qualifies for this fast path: an [`IsingModel`] built from
+/// The Ising capability of `target` if it qualifies for this fast path: couplings built from
 /// a lattice (one coupling for every pair) with the same field at every site.
-pub fn qualifying_model(target: &dyn Target) -> Option<&IsingModel> {
-    let m = target.as_any()?.downcast_ref::<IsingModel>()?;
-    let spec = m.couplings().lattice_spec()?;
-    let b = *m.fields().first()?;
-    let uniform = m.fields().iter().all(|&v| v == b) && m.neighbour_weights().iter().all(|&v| v == spec.coupling);
+pub fn qualifying_model(target: &dyn Target) -> Option<IsingView<'_>> {
+    let m = target.capabilities().ising?;
+    let spec = m.lattice?;
+    let b = *m.fields.first()?;
+    let uniform = m.fields.iter().all(|&v| v == b) && m.weights.iter().all(|&v| v == spec.coupling);
     // Class indices are bytes: 2·(D+1)² ≤ 255 needs degree D ≤ 10.
-    let small_degree = m.neighbour_offsets().windows(2).all(|w| w[1] - w[0] <= 10);
+    let small_degree = m.offsets.windows(2).all(|w| w[1] - w[0] <= 10);
     (uniform && small_degree).then_some(m)
 }
 
@@ -195,25 +197,39 @@ struct FlipScratch {
 
 impl IsingDlpChains {
     /// Starts chains at the rows of `x0` for DLP with step size α (`half_inv_step` =
-    /// 1/(2α), 0 for α = ∞); `mh` = DMALA. `model` must satisfy [`qualifying_model`].
-    pub fn new(model: &IsingModel, half_inv_step: f64, mh: bool, x0: &[u32]) -> Result<Self, SamplerError> {
-        let space = dlp_core::Target::space(model);
+    /// 1/(2α), 0 for α = ∞); `mh` = DMALA. `target` must satisfy [`qualifying_model`].
+    pub fn new(target: &dyn Target, half_inv_step: f64, mh: bool, x0: &[u32]) -> Result<Self, SamplerError> {
+        let model = qualifying_model(target).ok_or_else(|| SamplerError::Unsupported {
+            sampler: if mh { "dmala" } else { "dula" }.into(),
+            message: "the lattice kernel needs a uniform lattice Ising model".into(),
+        })?;
+        Self::from_view(target.space(), &model, half_inv_step, mh, x0)
+    }
+
+    /// [`IsingDlpChains::new`] from the qualifying view and the target's space.
+    pub(crate) fn from_view(
+        space: &Space,
+        model: &IsingView<'_>,
+        half_inv_step: f64,
+        mh: bool,
+        x0: &[u32],
+    ) -> Result<Self, SamplerError> {
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
         let d = space.d;
         let n = x0.len() / d;
         if n == 0 {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
-        let spec = model.couplings().lattice_spec().expect("qualifying_model checked the lattice");
+        let spec = model.lattice.expect("qualifying_model checked the lattice");
         let geo = if spec.periodic && spec.shape.len() == 2 && spec.shape[0] >= 3 && spec.shape[1] >= 3 {
             Geometry::Torus { rows: spec.shape[0], cols: spec.shape[1] }
         } else {
-            let offsets: Vec<u32> = model.neighbour_offsets().iter().map(|&o| o as u32).collect();
+            let offsets: Vec<u32> = model.offsets.iter().map(|&o| o as u32).collect();
             let deg: Vec<u8> = offsets.windows(2).map(|w| (w[1] - w[0]) as u8).collect();
             let dmax = deg.iter().copied().max().unwrap_or(0) as usize;
-            Geometry::Csr(Csr { offsets, nbrs: model.neighbours().to_vec(), deg, dmax })
+            Geometry::Csr(Csr { offsets, nbrs: model.neighbours.to_vec(), deg, dmax })
         };
-        let (w, b, spin) = (spec.coupling, model.fields()[0], model.is_spin());
+        let (w, b, spin) = (spec.coupling, model.fields[0], model.spin);
         let nc = geo.n_classes();
         let mut cl = Classes {
             logit: vec![0.0; nc],

@@ -1,8 +1,10 @@
 //! Specialised kernels ("fast paths") for models whose structure makes a step much cheaper
-//! than the generic code, chosen in a sampler's `start()` through [`Target::as_any`].
+//! than the generic code, chosen in a sampler's `start()` from the target's
+//! [`Target::capabilities`] (plain parameter views of `dlp_core::capability`; the samplers
+//! never see a concrete model type).
 //!
 //! Every fast path is the **same Markov kernel** as the generic sampler it replaces (same
-//! proposal law, same acceptance rule, same [`StepInfo`] semantics, same per-chain streams),
+//! proposal law, same acceptance rule, same [`dlp_core::StepInfo`] semantics, same per-chain streams),
 //! but it draws its randomness differently, so trajectories differ while laws agree. The
 //! tests in `fast/tests.rs` compare each fast path with the exact transition rows of the
 //! generic kernel (per-site flip probabilities and acceptance ratios to 1e-12, and one-step
@@ -11,9 +13,10 @@
 //!
 //! | fast path | when | file |
 //! |---|---|---|
-//! | DULA / DMALA on a uniform lattice Ising model | `IsingModel` with lattice couplings, uniform field, no preconditioner | [`ising`] |
-//! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | `Rbm`, no preconditioner | [`rbm`] |
-//! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | `Rbm`, no preconditioner | [`rbm`] |
+//! | DULA / DMALA on a uniform lattice Ising model | Ising capability with a lattice, one coupling, uniform field; no preconditioner | [`ising`] |
+//! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
+//! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
+//! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
 //! draw (16 bits; 8 bits in the torus DULA and DMALA kernels) is compared with the top bits of
@@ -22,7 +25,7 @@
 //! probability is exactly T/2⁶⁴ (within 2⁻⁶⁴ of p; the generic path's f64 uniform realises p
 //! within 2⁻⁵³).
 //!
-//! [`Generic`] hides the concrete model so that the generic path can be forced (benchmarks
+//! [`Generic`] hides the capabilities so that the generic path can be forced (benchmarks
 //! and the tests that compare the two paths).
 
 pub mod ising;
@@ -67,8 +70,9 @@ impl Threshold {
     }
 }
 
-/// A target that forwards everything except [`Target::as_any`], so samplers take their
-/// generic path on it. Used to time and test the generic kernels against the fast ones.
+/// A target that forwards everything except [`Target::capabilities`] (it declares none), so
+/// samplers take their generic path on it. Used to time and test the generic kernels against
+/// the fast ones.
 pub struct Generic<'a>(pub &'a dyn Target);
 
 impl Target for Generic<'_> {
@@ -127,10 +131,11 @@ pub fn dlp_fast_path<'t>(
     // The lattice class tables hold the f64 logits; the single-precision variants run the
     // generic chains there (their point is the RBM's f32 gradient product).
     if let Some(m) = ising::qualifying_model(target).filter(|_| !proposal.has_f32_gradient()) {
-        return Ok(Some(Box::new(ising::IsingDlpChains::new(m, proposal.half_inv_step(0), mh, x0)?)));
+        let chains = ising::IsingDlpChains::from_view(target.space(), &m, proposal.half_inv_step(0), mh, x0)?;
+        return Ok(Some(Box::new(chains)));
     }
-    if let Some(r) = rbm::qualifying_rbm(target) {
-        return Ok(Some(Box::new(rbm::RbmDlpChains::new(r, proposal.clone(), mh, x0)?)));
+    if let Some(r) = target.capabilities().rbm {
+        return Ok(Some(Box::new(rbm::RbmDlpChains::from_view(target.space(), r, proposal.clone(), mh, x0)?)));
     }
     Ok(None)
 }

@@ -1,13 +1,16 @@
-//! DULA / DMALA on a Bernoulli RBM (`dlp_models::Rbm`, binary or spin visibles), no
-//! preconditioner: the same kernel as [`crate::dlp::DlpChains`], with the model evaluated
-//! from cached hidden pre-activations.
+//! DULA / DMALA on a Bernoulli RBM (a target with the RBM capability, [`RbmView`]: e.g.
+//! `dlp_models::Rbm`, binary or spin visibles), no preconditioner: the same kernel as
+//! [`crate::dlp::DlpChains`], with the model evaluated from cached hidden pre-activations; and
+//! [`RbmCache`], the one cache of those pre-activations, which GWG, single-site Gibbs and
+//! `bg-1` use on RBMs too.
 //!
 //! f(x) = b·u + Σ_k softplus(a_k), a = c + Wᵀu, ∇f = s·(b + W σ(a)) (s = 1 binary, 2 spin).
 //! The generic path calls `log_density_grad_batch` on the proposals, i.e. two n×d×M matrix
 //! products per step (A = U W, then σ(A) Wᵀ). Here each chain keeps its a and b·u; a
 //! proposal that flips the set F gets a' = a + Σ_{i∈F} Δu_i W_i in O(M·|F|), so a step does
-//! **one** matrix product (σ(A') Wᵀ over the task's moving chains, ndarray → matrixmultiply,
-//! each row computed by the same kernel so chains do not interact) plus O(M) per chain.
+//! **one** matrix product (σ(A') Wᵀ over the task's moving chains,
+//! [`RbmView::hidden_times_wt`], each row computed by the same kernel so chains do not
+//! interact) plus O(M) per chain.
 //! The proposal is the generic binary one: the logits ℓ_i = ½ g_i (1 − 2x_i) − 1/(2α) are
 //! the same expression, the draw is `u < σ(ℓ_i)` with one uniform per coordinate in order,
 //! log q uses [`DlpProposal::log_prob`] and the test [`crate::dlp::log_accept_ratio`] /
@@ -15,7 +18,7 @@
 //! cached a, the exponentials from the vectorised [`exp_neg_abs`] (≤ 2 ulp from libm), and
 //! Σ softplus is formed as Σ max(·, 0) + ln Π(1 + e^{−|·|}) (see [`binary_logits`]). To keep
 //! that rounding from accumulating, a chain's a and b·u are recomputed from its state every
-//! [`REFRESH`] accepted moves. [`RbmCache`] is shared with `gwg` on RBMs.
+//! [`REFRESH`] accepted moves.
 //!
 //! `dula-f32` / `dmala-f32` ([`DlpProposal::single_precision_gradient`]) run the product in
 //! f32 (an f32 copy of W, matrixmultiply's sgemm) and round ∇f to f32; f and the MH test stay
@@ -28,31 +31,35 @@
 use crate::dlp::{DlpProposal, log_accept_ratio};
 use crate::fast::Threshold;
 use crate::fast::vexp::exp_neg_abs;
-use crate::proposal::mh_accept;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
-use dlp_models::Rbm;
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2};
+use crate::proposal::{mh_accept, sample_logits};
+use dlp_core::capability::RbmView;
+use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, Space, StepInfo, Target};
 use rand::Rng;
 
 /// Accepted moves after which a chain's cached pre-activations are recomputed exactly.
 pub const REFRESH: u32 = 256;
 
-/// The RBM behind `target`, when the RBM fast path applies to it.
-pub fn qualifying_rbm(target: &dyn Target) -> Option<&Rbm> {
-    target.as_any()?.downcast_ref::<Rbm>()
-}
-
-/// Per-chain hidden pre-activations a = c + Wᵀu and b·u of an RBM, and the scratch to
-/// evaluate a batch of proposals from them (shared by the DLP chains here and by `gwg`).
+/// Per-chain hidden pre-activations a = c + Wᵀu of an RBM: the one RBM cache of the samplers.
+/// Two ways to use it:
+///
+/// * **proposals** ([`RbmCache::new`]: DLP chains here, GWG): each chain also keeps b·u, and
+///   a batch of proposal rows (a', b·u') is formed in O(M) per changed coordinate
+///   ([`RbmCache::propose`]), evaluated with one matrix product ([`RbmCache::evaluate`]) and
+///   kept on acceptance ([`RbmCache::accept`]); a chain's a and b·u are recomputed from its
+///   state every [`REFRESH`] accepted moves.
+/// * **site updates** ([`RbmCache::for_site_updates`]: single-site Gibbs, `bg-1`): one
+///   coordinate's conditional per step from the flip difference
+///   ([`RbmView::flip_delta`], O(M) where `Target::coordinate_deltas` recomputes a in
+///   O(d·M)), a updated in place on a flip and recomputed from the state every d steps.
 pub struct RbmCache<'t> {
-    rbm: &'t Rbm,
+    rbm: RbmView<'t>,
     /// a per chain, n × M.
     a: Vec<f64>,
-    /// b·u per chain.
+    /// b·u per chain (proposals only).
     lin: Vec<f64>,
+    /// Accepted moves (proposals) or steps (site updates) since a was last recomputed.
     since_refresh: Vec<u32>,
-    /// Proposal rows: a', b·u', σ(a'), then f and ∇f.
+    /// Proposal rows: a', b·u', σ(a'), then f and ∇f (empty for site updates).
     a_y: Vec<f64>,
     lin_y: Vec<f64>,
     s_y: Vec<f64>,
@@ -68,20 +75,20 @@ pub struct RbmCache<'t> {
 }
 
 impl<'t> RbmCache<'t> {
-    /// The cache of chains at `x0` (n × d bits); `f_y`/`g_y` rows 0..n then hold f and ∇f
-    /// of the starting states.
-    pub fn new(rbm: &'t Rbm, x0: &[u32]) -> Self {
+    /// The proposal cache of chains at `x0` (n × d bits); `f_y`/`g_y` rows 0..n then hold f
+    /// and ∇f of the starting states.
+    pub fn new(rbm: RbmView<'t>, x0: &[u32]) -> Self {
         Self::with_precision(rbm, x0, false)
     }
 
     /// As [`RbmCache::new`]; with `f32_gradient` the product σ(A')Wᵀ runs in f32 (W kept as
     /// an f32 copy) and ∇f is rounded to f32, as `dula-f32` / `dmala-f32` read it.
-    pub fn with_precision(rbm: &'t Rbm, x0: &[u32], f32_gradient: bool) -> Self {
-        let (d, m) = (rbm.d(), rbm.m());
+    pub fn with_precision(rbm: RbmView<'t>, x0: &[u32], f32_gradient: bool) -> Self {
+        let (d, m) = (rbm.d, rbm.m);
         let n = x0.len() / d;
         let single = |len: usize| if f32_gradient { vec![0.0f32; len] } else { Vec::new() };
         let mut c = RbmCache {
-            w32: if f32_gradient { rbm.w().iter().map(|&w| w as f32).collect() } else { Vec::new() },
+            w32: if f32_gradient { rbm.w.iter().map(|&w| w as f32).collect() } else { Vec::new() },
             s32: single(n * m),
             g32: single(n * d),
             rbm,
@@ -103,28 +110,46 @@ impl<'t> RbmCache<'t> {
         c
     }
 
+    /// The site-update cache of chains at `x0` (n × d bits): a of every chain from one
+    /// matrix product ([`RbmView::hidden_preactivations`]); no proposal buffers.
+    pub fn for_site_updates(rbm: RbmView<'t>, x0: &[u32]) -> Self {
+        let a = rbm.hidden_preactivations(x0).into_raw_vec_and_offset().0;
+        RbmCache {
+            rbm,
+            a,
+            lin: Vec::new(),
+            since_refresh: vec![0; x0.len() / rbm.d],
+            a_y: Vec::new(),
+            lin_y: Vec::new(),
+            s_y: Vec::new(),
+            f_y: Vec::new(),
+            g_y: Vec::new(),
+            w32: Vec::new(),
+            s32: Vec::new(),
+            g32: Vec::new(),
+        }
+    }
+
     /// Sets proposal row `row` to the state `y` reached by chain `j` from its state `x`:
     /// a' = a + Σ_{i: y_i ≠ x_i} Δu_i W_i in O(M) per changed coordinate (from scratch once
     /// the chain has accepted [`REFRESH`] moves).
     pub fn propose(&mut self, j: usize, row: usize, x: &[u32], y: &[u32]) {
         let rbm = self.rbm;
-        let (d, m) = (rbm.d(), rbm.m());
+        let m = rbm.m;
         let ay = &mut self.a_y[row * m..(row + 1) * m];
         if self.since_refresh[j] >= REFRESH {
             rbm.hidden_preactivation(y, ay);
-            self.lin_y[row] = lin_of(rbm, y);
+            self.lin_y[row] = rbm.linear_term(y);
             return;
         }
         let step = rbm.value_scale();
         ay.copy_from_slice(&self.a[j * m..(j + 1) * m]);
         let mut lin = self.lin[j];
-        for i in 0..d {
-            if x[i] != y[i] {
-                let du = if y[i] == 1 { step } else { -step };
-                lin += du * rbm.b()[i];
-                for (a, &w) in ay.iter_mut().zip(&rbm.w()[i * m..(i + 1) * m]) {
-                    *a += du * w;
-                }
+        for (i, (&xi, &yi)) in x.iter().zip(y).enumerate() {
+            if xi != yi {
+                let du = if yi == 1 { step } else { -step };
+                lin += du * rbm.b[i];
+                rbm.add_flip(ay, i, du);
             }
         }
         self.lin_y[row] = lin;
@@ -132,7 +157,7 @@ impl<'t> RbmCache<'t> {
 
     /// Chain `j` moved to the state of proposal row `row`.
     pub fn accept(&mut self, j: usize, row: usize) {
-        let m = self.rbm.m();
+        let m = self.rbm.m;
         let (src, dst) = (&self.a_y[row * m..(row + 1) * m], &mut self.a[j * m..(j + 1) * m]);
         dst.copy_from_slice(src);
         self.lin[j] = self.lin_y[row];
@@ -142,7 +167,7 @@ impl<'t> RbmCache<'t> {
     /// f and ∇f of proposal rows 0..rows into `f_y`, `g_y`: M exponentials per row and one
     /// matrix product σ(A') Wᵀ.
     pub fn evaluate(&mut self, rows: usize) {
-        let (d, m) = (self.rbm.d(), self.rbm.m());
+        let (d, m) = (self.rbm.d, self.rbm.m);
         for r in 0..rows {
             let (ar, sr) = (&self.a_y[r * m..(r + 1) * m], &mut self.s_y[r * m..(r + 1) * m]);
             // e^{−|a_k|} for the row at once (vectorised), then σ and softplus from it in place.
@@ -165,41 +190,60 @@ impl<'t> RbmCache<'t> {
             }
             self.f_y[r] = self.lin_y[r] + pos + logprod;
         }
-        let scale = self.rbm.value_scale();
         if !self.w32.is_empty() {
             // Single precision: matrixmultiply's sgemm, ~3× its dgemm rate on this machine
             // (2.5 vs 7.5 ms for 100 × 500 × 784).
             for (o, &v) in self.s32[..rows * m].iter_mut().zip(&self.s_y[..rows * m]) {
                 *o = v as f32;
             }
-            sigma_times_wt(rows, d, m, &self.s32, &self.w32, &mut self.g32);
+            self.rbm.hidden_times_wt(rows, &self.s32, &self.w32, &mut self.g32);
+            let scale = self.rbm.value_scale();
             for (grow, prow) in self.g_y[..rows * d].chunks_mut(d).zip(self.g32.chunks(d)) {
-                for ((o, &p), &bi) in grow.iter_mut().zip(prow).zip(self.rbm.b()) {
+                for ((o, &p), &bi) in grow.iter_mut().zip(prow).zip(self.rbm.b) {
                     *o = (scale * (bi + p as f64)) as f32 as f64;
                 }
             }
             return;
         }
-        sigma_times_wt(rows, d, m, &self.s_y, self.rbm.w(), &mut self.g_y);
-        for row in self.g_y[..rows * d].chunks_mut(d) {
-            for (o, &bi) in row.iter_mut().zip(self.rbm.b()) {
-                *o = scale * (bi + *o);
-            }
-        }
+        self.rbm.hidden_times_wt(rows, &self.s_y, self.rbm.w, &mut self.g_y);
+        self.rbm.finish_grads(&mut self.g_y[..rows * d]);
     }
-}
 
-/// out[r, i] = Σ_k s[r, k]·W[i, k] for rows r < `rows` (s: rows × m, W: d × m, out: rows × d,
-/// all row-major), by ndarray → matrixmultiply on one thread. matrixmultiply computes every
-/// row with the same kernel for any number of rows (tested below), so a chain's gradient does
-/// not depend on which task it is in. The `gemm` crate is faster here (f64 16.6 vs 10.4 GF/s
-/// at 100 × 500 × 784) but its rows depend on the number of rows for small shapes (seen at
-/// d = 20, M = 9 with this file's test), which would break thread-count independence.
-fn sigma_times_wt<T: ndarray::LinalgScalar>(rows: usize, d: usize, m: usize, s: &[T], w: &[T], out: &mut [T]) {
-    let w = ArrayView2::from_shape((d, m), w).expect("W is d × M");
-    let sv = ArrayView2::from_shape((rows, m), &s[..rows * m]).expect("rows × M");
-    let mut g = ArrayViewMut2::from_shape((rows, d), &mut out[..rows * d]).expect("rows × d");
-    general_mat_mul(T::one(), &sv, &w.t(), T::zero(), &mut g);
+    /// One exact single-site Gibbs update of chain `j` at coordinate `i` (state `x`, log-density
+    /// `f_x`): the two candidates in the order of `block_gibbs::block_conditional` (x_i = 0,
+    /// then 1) with log-weights f_x and f_x + flip difference, drawn with
+    /// [`sample_logits`] (`logw`, `scratch`: reused buffers). Returns the new f and whether
+    /// x_i flipped.
+    #[allow(clippy::too_many_arguments)]
+    pub fn site_update(
+        &mut self,
+        j: usize,
+        x: &mut [u32],
+        f_x: f64,
+        i: usize,
+        logw: &mut Vec<f64>,
+        scratch: &mut Vec<f64>,
+        rng: &mut ChainRng,
+    ) -> (f64, bool) {
+        let (rbm, m) = (self.rbm, self.rbm.m);
+        let a = &mut self.a[j * m..(j + 1) * m];
+        self.since_refresh[j] += 1;
+        if self.since_refresh[j] as usize >= rbm.d {
+            rbm.hidden_preactivation(x, a);
+            self.since_refresh[j] = 0;
+        }
+        logw.clear();
+        logw.resize(2, f_x);
+        logw[1 - x[i] as usize] += rbm.flip_delta(a, x, i);
+        let r = sample_logits(logw, scratch, rng);
+        let flipped = r as u32 != x[i];
+        if flipped {
+            let du = rbm.value(r as u32) - rbm.value(x[i]);
+            x[i] = r as u32;
+            rbm.add_flip(a, i, du);
+        }
+        (logw[r], flipped)
+    }
 }
 
 /// The binary DLP logits at `x` from the gradient `g` (ℓ_i = ½ g_i (1 − 2x_i) − `hinv`, the
@@ -237,15 +281,9 @@ fn set_thresholds(out: &mut [Threshold], sig: &[f64]) {
     }
 }
 
-/// b·u of a bit vector.
-fn lin_of(rbm: &Rbm, x: &[u32]) -> f64 {
-    let spin = rbm.is_spin();
-    x.iter().zip(rbm.b()).map(|(&c, &b)| b * if spin { 2.0 * c as f64 - 1.0 } else { c as f64 }).sum()
-}
-
 /// DULA / DMALA chains on an RBM with cached pre-activations.
 pub struct RbmDlpChains<'t> {
-    rbm: &'t Rbm,
+    space: &'t Space,
     cache: RbmCache<'t>,
     proposal: DlpProposal,
     mh: bool,
@@ -269,20 +307,36 @@ pub struct RbmDlpChains<'t> {
 }
 
 impl<'t> RbmDlpChains<'t> {
-    /// Chains started at `x0` (n × d bits); `proposal` must have no preconditioner.
-    pub fn new(rbm: &'t Rbm, proposal: DlpProposal, mh: bool, x0: &[u32]) -> Result<Self, SamplerError> {
-        let space = rbm.space();
+    /// Chains started at `x0` (n × d bits) on a target with the RBM capability; `proposal`
+    /// must have no preconditioner.
+    pub fn new(target: &'t dyn Target, proposal: DlpProposal, mh: bool, x0: &[u32]) -> Result<Self, SamplerError> {
+        let name = if mh { "dmala" } else { "dula" };
+        let rbm = target.capabilities().rbm.ok_or_else(|| SamplerError::Unsupported {
+            sampler: name.into(),
+            message: "the RBM kernel needs a target with the RBM capability".into(),
+        })?;
+        Self::from_view(target.space(), rbm, proposal, mh, x0)
+    }
+
+    /// [`RbmDlpChains::new`] from the target's space and RBM view.
+    pub(crate) fn from_view(
+        space: &'t Space,
+        rbm: RbmView<'t>,
+        proposal: DlpProposal,
+        mh: bool,
+        x0: &[u32],
+    ) -> Result<Self, SamplerError> {
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
         let name = if mh { "dmala" } else { "dula" };
         proposal.check_space(space).map_err(|message| SamplerError::BadParameter { sampler: name.into(), message })?;
-        let d = rbm.d();
+        let d = rbm.d;
         let n = x0.len() / d;
         if n == 0 {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
         let cache = RbmCache::with_precision(rbm, x0, proposal.has_f32_gradient());
         let mut c = RbmDlpChains {
-            rbm,
+            space,
             f: cache.f_y[..n].to_vec(),
             cache,
             proposal,
@@ -330,8 +384,8 @@ impl Chains for RbmDlpChains<'_> {
     // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
     #[allow(clippy::needless_range_loop)]
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.rbm.space();
-        let d = self.rbm.d();
+        let space = self.space;
+        let d = space.d;
         // 1. Proposals, exactly as the generic chains draw them; moving chains are packed
         //    into rows 0..rows with their updated pre-activations.
         let mut rows = 0;
@@ -418,6 +472,7 @@ pub(crate) mod tests {
     use crate::gibbs::testkit::empirical_check;
     pub(crate) use dlp_core::StepInfo;
     use dlp_core::{DomainKind, Sampler, chain_rngs};
+    use dlp_models::Rbm;
 
     fn tiny_rbm(domain: DomainKind) -> Rbm {
         Rbm::new(domain, 3, 2, vec![0.9, -0.4, -0.7, 0.5, 0.3, 1.1], vec![0.2, -0.3, 0.1], vec![-0.5, 0.4]).unwrap()
@@ -425,11 +480,20 @@ pub(crate) mod tests {
 
     #[test]
     fn the_fast_path_is_taken_for_rbms() {
+        // The capability is declared by the model, forwarded by `Model` and hidden by `Generic`.
         let r = tiny_rbm(DomainKind::Binary);
-        assert!(qualifying_rbm(&r).is_some());
-        assert!(qualifying_rbm(&crate::fast::Generic(&r)).is_none());
+        assert!(r.capabilities().rbm.is_some());
+        assert!(crate::fast::Generic(&r).capabilities().rbm.is_none());
         let model = dlp_models::Model::from(r.clone());
-        assert!(qualifying_rbm(&model).is_some());
+        let view = model.capabilities().rbm.expect("forwarded by Model");
+        assert_eq!((view.d, view.m, view.w, view.spin), (3, 2, r.view().w, false));
+        let p = DlpProposal::new(0.6, None).unwrap();
+        assert!(crate::fast::dlp_fast_path(&p, true, &model, &[0; 3]).unwrap().is_some());
+        assert!(crate::fast::dlp_fast_path(&p, true, &crate::fast::Generic(&r), &[0; 3]).unwrap().is_none());
+        assert!(matches!(
+            RbmDlpChains::new(&crate::fast::Generic(&r), p, true, &[0; 3]),
+            Err(SamplerError::Unsupported { .. })
+        ));
     }
 
     #[test]
@@ -557,43 +621,6 @@ pub(crate) mod tests {
         let x0: Vec<u32> = (0..13 * 20).map(|i| (i % 5 < 2) as u32).collect();
         for name in ["dula-f32", "dmala-f32"] {
             check_chains_do_not_interact(f32_sampler(name, 0.5).as_ref(), &r, &x0, 15);
-        }
-    }
-
-    #[test]
-    fn gradient_product_rows_do_not_depend_on_the_other_rows() {
-        // Thread-count independence needs each chain's gradient to be the same bits whatever
-        // task it is computed in: every block of consecutive rows (at any offset, next to any
-        // other rows) must equal the same rows of the full product, in f64 and f32, for small
-        // and RBM-sized shapes.
-        for (d, m, n) in [(3, 2, 9), (20, 9, 13), (37, 23, 11), (784, 500, 7)] {
-            let mut st = (d * 31 + m) as u64;
-            let mut next = || {
-                st = st.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (st >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            };
-            let w: Vec<f64> = (0..d * m).map(|_| next()).collect();
-            let sv: Vec<f64> = (0..n * m).map(|_| next()).collect();
-            let (w32, s32): (Vec<f32>, Vec<f32>) =
-                (w.iter().map(|&v| v as f32).collect(), sv.iter().map(|&v| v as f32).collect());
-            let mut full = vec![0.0; n * d];
-            sigma_times_wt(n, d, m, &sv, &w, &mut full);
-            let mut full32 = vec![0.0f32; n * d];
-            sigma_times_wt(n, d, m, &s32, &w32, &mut full32);
-            for len in 1..=n {
-                for r0 in 0..=n - len {
-                    let mut part = vec![0.0; len * d];
-                    sigma_times_wt(len, d, m, &sv[r0 * m..], &w, &mut part);
-                    assert!(part[..] == full[r0 * d..(r0 + len) * d], "f64 d={d} m={m}: rows {r0}..+{len}");
-                    let mut part32 = vec![0.0f32; len * d];
-                    sigma_times_wt(len, d, m, &s32[r0 * m..], &w32, &mut part32);
-                    assert!(part32[..] == full32[r0 * d..(r0 + len) * d], "f32 d={d} m={m}: rows {r0}..+{len}");
-                }
-            }
-            // And the product is the product (not just self-consistent).
-            let (i, r) = (d - 1, n - 1);
-            let want: f64 = (0..m).map(|k| sv[r * m + k] * w[i * m + k]).sum();
-            assert!((full[r * d + i] - want).abs() < 1e-12 * m as f64);
         }
     }
 

@@ -33,7 +33,7 @@ fn qualifying_models_take_the_fast_path_and_generic_hides_them() {
     assert!(qualifying_model(&m).is_some());
     assert!(qualifying_model(&Generic(&m)).is_none());
     let model = dlp_models::Model::from(m.clone());
-    assert!(qualifying_model(&model).is_some(), "found through Model::as_any");
+    assert!(qualifying_model(&model).is_some(), "the capability is forwarded by Model");
     let mut b = vec![0.2; 16];
     b[3] = 0.3;
     let nonuniform = IsingModel::lattice(&[4, 4], true, 0.2, b, DomainKind::Spin).unwrap();
