@@ -1,6 +1,6 @@
 //! `dlp bench`: times samplers on the paper's periodic Ising lattice and a 784×500 RBM and
 //! prints one JSON object per configuration in the schema of the peer harness
-//! (`shared/peer/README.md`, "JSON lines"), so `summarize.py` puts `impl: "rust"` beside the
+//! (the peer harness README, "JSON lines"), so `summarize.py` puts `impl: "rust"` beside the
 //! official PyTorch code, the numpy reference and the C floor.
 //!
 //! Per (sampler, model, L, σ, chains, threads): fresh chains from a fixed initial batch

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What kind of values a coordinate takes, which fixes how gradient-based samplers see it
-/// (`../shared/specs/model-file.md`, "How gradient-based samplers see a model").
+/// (the model-file spec, "How gradient-based samplers see a model").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DomainKind {

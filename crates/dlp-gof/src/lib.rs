@@ -1,4 +1,4 @@
-//! Goodness-of-fit tests for discrete distributions (`../shared/specs/gof.md`).
+//! Goodness-of-fit tests for discrete distributions (the goodness-of-fit spec, `gof.md`).
 //!
 //! * [`kdsd`]: the kernelized discrete Stein discrepancy of Yang et al. (ICML 2018), spec §3,
 //!   with the cyclic difference score and the *backward* shift in the Stein kernel (correct for

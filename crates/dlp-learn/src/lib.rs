@@ -1,7 +1,7 @@
 //! dlp-learn: learning with dlp samplers, and the metrics of the learning experiments.
 //!
 //! * [`adam`]: the Adam optimiser (PyTorch's defaults and bias correction), which both
-//!   experiments of `../shared/specs/reproduction.md` §3.3–3.4 use.
+//!   experiments of the reproduction spec (§3.3–3.4) use.
 //! * [`rbm`]: a Bernoulli RBM's parameters, batched block Gibbs through matrix products, and
 //!   CD-k training exactly as §3.3 (the RBM whose samples Fig. 4 compares).
 //! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
