@@ -3,7 +3,6 @@
 use crate::capability::Capabilities;
 use crate::space::Space;
 use serde::{Deserialize, Serialize};
-use std::any::Any;
 
 /// A distribution π(x) ∝ exp(f(x)) on a finite [`Space`], with f extended to a
 /// differentiable function of the sampler coordinates (see [`Space::coordinate`]).
@@ -120,17 +119,12 @@ pub trait Target: Send + Sync {
         None
     }
 
-    /// What the model offers beyond f and ∇f (structure views for fast paths, incremental
-    /// evaluators), looked up by samplers at `start` instead of downcasting to a concrete
-    /// model type. The default offers nothing, so every sampler takes its generic path.
+    /// What the model offers beyond f and ∇f ([`crate::capability`]: parameter views for the
+    /// fast paths and model-specific samplers), looked up by samplers at `start`; samplers never
+    /// see concrete model types. The default offers nothing, so every sampler takes its generic
+    /// path. A fast path must implement the same Markov kernel as the generic code.
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::default()
-    }
-
-    /// The concrete model, for samplers with a specialised fast path (e.g. a lattice Ising
-    /// kernel). Fast paths must implement the same Markov kernel as the generic code.
-    fn as_any(&self) -> Option<&dyn Any> {
-        None
     }
 }
 

@@ -106,10 +106,6 @@ impl Target for DenseIsing {
             *o = two[1 - x[i] as usize];
         }
     }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
 }
 
 /// J = σ·A of the L × L periodic lattice (A the 0/1 adjacency), d × d with d = L².

@@ -7,7 +7,6 @@ use crate::error::{ModelError, check_finite};
 use crate::potts::check_categorical_space;
 use dlp_core::math::logsumexp;
 use dlp_core::{Space, Target};
-use std::any::Any;
 
 /// Independent coordinates with per-coordinate class probabilities.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,9 +107,5 @@ impl Target for CategoricalModel {
             *o = l - cur;
         }
         out[x[i] as usize] = 0.0;
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
     }
 }

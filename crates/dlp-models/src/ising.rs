@@ -9,7 +9,6 @@ use crate::couplings::Couplings;
 use crate::error::{ModelError, check_finite};
 use dlp_core::capability::IsingView;
 use dlp_core::{Capabilities, DomainKind, Space, Target};
-use std::any::Any;
 
 /// Ising model with sparse symmetric couplings (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -217,9 +216,5 @@ impl Target for IsingModel {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities { ising: Some(self.view()), ..Capabilities::default() }
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
     }
 }

@@ -234,8 +234,4 @@ impl Target for Model {
     fn capabilities(&self) -> Capabilities<'_> {
         self.0.capabilities()
     }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        self.0.as_any()
-    }
 }

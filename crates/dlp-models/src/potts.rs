@@ -8,7 +8,6 @@
 use crate::couplings::Couplings;
 use crate::error::{ModelError, check_finite};
 use dlp_core::{DomainKind, Space, Target};
-use std::any::Any;
 
 /// Potts model with sparse couplings (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -140,9 +139,5 @@ impl Target for PottsModel {
             *o -= cur;
         }
         out[x[i] as usize] = 0.0;
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
     }
 }

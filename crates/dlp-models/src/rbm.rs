@@ -12,7 +12,6 @@ use dlp_core::capability::RbmView;
 use dlp_core::math::sigmoid;
 use dlp_core::{Capabilities, DomainKind, Space, Target};
 use rand::{Rng, RngExt};
-use std::any::Any;
 
 /// Bernoulli RBM (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -169,9 +168,5 @@ impl Target for Rbm {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities { rbm: Some(self.view()), ..Capabilities::default() }
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
     }
 }

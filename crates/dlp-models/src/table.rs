@@ -10,7 +10,6 @@
 use crate::error::ModelError;
 use crate::potts::check_space_values;
 use dlp_core::{DomainKind, Space, Target};
-use std::any::Any;
 
 /// Largest table accepted (`gof.md` §10.3): K^d ≤ 2^24.
 pub const MAX_TABLE_SIZE: u64 = 1 << 24;
@@ -111,9 +110,5 @@ impl Target for TableModel {
             *o = self.log_prob[base + v * stride] - cur;
         }
         out[x[i] as usize] = 0.0;
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
     }
 }
