@@ -42,7 +42,7 @@ pub use potts::TensorPotts;
 pub use rbm::TensorRbm;
 
 use candle_core::DeviceLocation;
-use dlp_core::EvalError;
+use dlp_core::{Batch, EvalError, Space};
 use std::sync::Mutex;
 
 /// Errors building a tensor target or choosing a device.
@@ -106,14 +106,95 @@ pub fn device_name(device: &Device) -> String {
     }
 }
 
+/// What a tensor model writes: its space, its device, its error slot and one candle graph
+/// for f (and ∇f) of a whole batch. [`tensor_target!`](crate::tensor_target) then implements
+/// [`dlp_core::Target`] for it (the fallible `evaluate`, the infallible methods that park
+/// errors, `take_error`), so every tensor model shares one copy of that plumbing. A macro and
+/// not a blanket impl, because `Target` is another crate's trait.
+pub trait TensorModel: Send + Sync {
+    /// The state space (named apart from `Target::space` so the two never clash in scope).
+    fn model_space(&self) -> &Space;
+    /// The device's name, for error messages (`cpu`, `cuda:0`).
+    fn device_name(&self) -> &str;
+    /// Where the infallible methods park their errors.
+    fn error_slot(&self) -> &ErrorSlot;
+    /// f of the `n = log_density.len()` rows of `xs` (and ∇f into `grad`, `n × grad_len`),
+    /// on the full data. Called with `n ≥ 1` and buffers of the right lengths.
+    fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()>;
+}
+
+/// [`dlp_core::Target::evaluate`] of a tensor model: checks the buffers, refuses minibatches
+/// (these models have no data terms: [`EvalError::NoData`]) and turns candle errors into
+/// [`EvalError::Device`].
+pub fn evaluate_model<M: TensorModel + ?Sized>(
+    model: &M,
+    xs: &[u32],
+    batch: Batch<'_>,
+    log_density: &mut [f64],
+    grad: Option<&mut [f64]>,
+) -> Result<(), EvalError> {
+    if let Batch::Items(_) = batch {
+        return Err(EvalError::NoData);
+    }
+    let (n, d, gl) = (log_density.len(), model.model_space().d, model.model_space().grad_len());
+    assert_eq!(xs.len(), n * d, "xs must hold n × d = {n} × {d} indices");
+    if let Some(g) = &grad {
+        assert_eq!(g.len(), n * gl, "grad must hold n × grad_len = {n} × {gl} entries");
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    model.evaluate_full(xs, log_density, grad).map_err(|e| device_error(model.device_name(), e))
+}
+
+/// Implements [`dlp_core::Target`] for a [`TensorModel`].
+#[macro_export]
+macro_rules! tensor_target {
+    ($t:ty) => {
+        impl dlp_core::Target for $t {
+            fn space(&self) -> &dlp_core::Space {
+                $crate::TensorModel::model_space(self)
+            }
+
+            fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+                $crate::or_park(self.error_slot(), out, None, |f, g| {
+                    $crate::evaluate_model(self, xs, dlp_core::Batch::Full, f, g)
+                });
+            }
+
+            fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+                $crate::or_park(self.error_slot(), log_density, Some(grad), |f, g| {
+                    $crate::evaluate_model(self, xs, dlp_core::Batch::Full, f, g)
+                });
+            }
+
+            /// f (and ∇f) of the whole batch in one candle graph; candle errors are
+            /// `EvalError::Device`, minibatches `EvalError::NoData`.
+            fn evaluate(
+                &self,
+                xs: &[u32],
+                batch: dlp_core::Batch<'_>,
+                log_density: &mut [f64],
+                grad: Option<&mut [f64]>,
+            ) -> Result<(), dlp_core::EvalError> {
+                $crate::evaluate_model(self, xs, batch, log_density, grad)
+            }
+
+            fn take_error(&self) -> Option<dlp_core::EvalError> {
+                self.error_slot().take()
+            }
+        }
+    };
+}
+
 /// The error parked by the infallible methods until [`dlp_core::Target::take_error`] collects
 /// it (the first one since the last collection; later ones are usually consequences).
 #[derive(Debug, Default)]
-pub(crate) struct ErrorSlot(Mutex<Option<EvalError>>);
+pub struct ErrorSlot(Mutex<Option<EvalError>>);
 
 impl ErrorSlot {
     /// Keeps `e` unless an earlier error is still waiting.
-    pub(crate) fn park(&self, e: EvalError) {
+    pub fn park(&self, e: EvalError) {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
             *slot = Some(e);
@@ -121,14 +202,14 @@ impl ErrorSlot {
     }
 
     /// The parked error, leaving the slot empty.
-    pub(crate) fn take(&self) -> Option<EvalError> {
+    pub fn take(&self) -> Option<EvalError> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
 /// Runs `evaluate` for an infallible method: on an error fills `log_density` (and `grad`)
 /// with NaN, which samplers treat as a rejected proposal, and parks the error.
-pub(crate) fn or_park(
+pub fn or_park(
     slot: &ErrorSlot,
     log_density: &mut [f64],
     grad: Option<&mut [f64]>,

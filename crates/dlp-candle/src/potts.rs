@@ -5,9 +5,9 @@
 //! respect to E is candle's autograd through E, giving G_i[k] = h_ik + Σ_j J_ij [c_j = k] as
 //! the CPU model. Couplings are a dense d × d tensor whatever their sparsity.
 
-use crate::{Error, ErrorSlot, build_error, copy_out, device_error, device_name, input_grad, or_park};
+use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
-use dlp_core::{Batch, DomainKind, EvalError, Space, Target};
+use dlp_core::{DomainKind, Space, Target};
 use dlp_models::PottsModel;
 
 /// Potts model whose f and ∇f (with respect to the one-hot matrix) are computed by candle on a
@@ -131,6 +131,20 @@ impl TensorPotts {
         let score = je.affine(0.5, 0.0)?.broadcast_add(&self.h)?;
         (e * score)?.sum((1, 2))
     }
+}
+
+impl TensorModel for TensorPotts {
+    fn model_space(&self) -> &Space {
+        &self.space
+    }
+
+    fn device_name(&self) -> &str {
+        &self.device_name
+    }
+
+    fn error_slot(&self) -> &ErrorSlot {
+        &self.errors
+    }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {
         let n = log_density.len();
@@ -147,43 +161,4 @@ impl TensorPotts {
     }
 }
 
-impl Target for TensorPotts {
-    fn space(&self) -> &Space {
-        &self.space
-    }
-
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        or_park(&self.errors, out, None, |f, g| self.evaluate(xs, Batch::Full, f, g));
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        or_park(&self.errors, log_density, Some(grad), |f, g| self.evaluate(xs, Batch::Full, f, g));
-    }
-
-    /// f (and ∇f with respect to the one-hot matrices) of the whole batch in one candle graph.
-    /// Candle errors are [`EvalError::Device`]; [`Batch::Items`] is [`EvalError::NoData`].
-    fn evaluate(
-        &self,
-        xs: &[u32],
-        batch: Batch<'_>,
-        log_density: &mut [f64],
-        grad: Option<&mut [f64]>,
-    ) -> Result<(), EvalError> {
-        if let Batch::Items(_) = batch {
-            return Err(EvalError::NoData);
-        }
-        let (n, d, gl) = (log_density.len(), self.d(), self.space.grad_len());
-        assert_eq!(xs.len(), n * d, "xs must hold n × d = {n} × {d} indices");
-        if let Some(g) = &grad {
-            assert_eq!(g.len(), n * gl, "grad must hold n × d·K = {n} × {gl} entries");
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        self.evaluate_full(xs, log_density, grad).map_err(|e| device_error(&self.device_name, e))
-    }
-
-    fn take_error(&self) -> Option<EvalError> {
-        self.errors.take()
-    }
-}
+crate::tensor_target!(TensorPotts);

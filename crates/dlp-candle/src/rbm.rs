@@ -5,9 +5,9 @@
 //! candle's autograd of Σ_rows F through the input variable X (the spin map u = 2x − 1 is part
 //! of the graph, so the factor 2 comes out of `backward`).
 
-use crate::{Error, ErrorSlot, build_error, copy_out, device_error, device_name, input_grad, or_park};
+use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
-use dlp_core::{Batch, DomainKind, EvalError, Space, Target};
+use dlp_core::{DomainKind, Space};
 use dlp_models::Rbm;
 
 /// Bernoulli RBM (binary or spin visibles) whose f and ∇f are computed by candle on a device
@@ -112,6 +112,28 @@ impl TensorRbm {
         let a = u.matmul(&self.w)?.broadcast_add(&self.c)?;
         lin + softplus(&a)?.sum(1)?
     }
+}
+
+/// softplus(a) = log(1 + e^a) as m + log(e^{−m} + e^{a−m}), m = max(a, 0): no overflow, and the
+/// gradient is σ(a) whatever subgradient the kink of max takes (it cancels).
+fn softplus(a: &Tensor) -> candle_core::Result<Tensor> {
+    let m = a.relu()?;
+    let s = (m.neg()?.exp()? + (a - &m)?.exp()?)?;
+    m + s.log()?
+}
+
+impl TensorModel for TensorRbm {
+    fn model_space(&self) -> &Space {
+        &self.space
+    }
+
+    fn device_name(&self) -> &str {
+        &self.device_name
+    }
+
+    fn error_slot(&self) -> &ErrorSlot {
+        &self.errors
+    }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {
         let (n, d) = (log_density.len(), self.d());
@@ -129,59 +151,12 @@ impl TensorRbm {
     }
 }
 
-/// softplus(a) = log(1 + e^a) as m + log(e^{−m} + e^{a−m}), m = max(a, 0): no overflow, and the
-/// gradient is σ(a) whatever subgradient the kink of max takes (it cancels).
-fn softplus(a: &Tensor) -> candle_core::Result<Tensor> {
-    let m = a.relu()?;
-    let s = (m.neg()?.exp()? + (a - &m)?.exp()?)?;
-    m + s.log()?
-}
-
-impl Target for TensorRbm {
-    fn space(&self) -> &Space {
-        &self.space
-    }
-
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        or_park(&self.errors, out, None, |f, g| self.evaluate(xs, Batch::Full, f, g));
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        or_park(&self.errors, log_density, Some(grad), |f, g| self.evaluate(xs, Batch::Full, f, g));
-    }
-
-    /// f (and ∇f) of the whole batch in one candle graph. Candle errors are
-    /// [`EvalError::Device`]; [`Batch::Items`] is [`EvalError::NoData`].
-    fn evaluate(
-        &self,
-        xs: &[u32],
-        batch: Batch<'_>,
-        log_density: &mut [f64],
-        grad: Option<&mut [f64]>,
-    ) -> Result<(), EvalError> {
-        if let Batch::Items(_) = batch {
-            return Err(EvalError::NoData);
-        }
-        let (n, d) = (log_density.len(), self.d());
-        assert_eq!(xs.len(), n * d, "xs must hold n × d = {n} × {d} indices");
-        if let Some(g) = &grad {
-            assert_eq!(g.len(), n * d, "grad must hold n × d = {n} × {d} entries");
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        self.evaluate_full(xs, log_density, grad).map_err(|e| device_error(&self.device_name, e))
-    }
-
-    fn take_error(&self) -> Option<EvalError> {
-        self.errors.take()
-    }
-}
+crate::tensor_target!(TensorRbm);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlp_core::{RunOptions, SamplerError, run_chains};
+    use dlp_core::{Batch, EvalError, RunOptions, SamplerError, Target, run_chains};
     use dlp_samplers::{SamplerParams, build_sampler};
 
     /// W is d × M but c has M + 1 entries: the broadcast add of c fails inside candle.
