@@ -18,7 +18,7 @@
 //! **Fallible oracle.** [`Target::evaluate`](dlp_core::Target::evaluate) is implemented natively:
 //! a candle error (out of memory, lost device, a shape error) becomes
 //! [`EvalError::Device`] instead of a panic, and
-//! [`Batch::Items`](dlp_core::Batch::Items) is [`EvalError::NoData`]
+//! [`Batch::Items`] is [`EvalError::NoData`]
 //! (these models have no data terms). The infallible batch methods call `evaluate`; on an error
 //! they write NaN and park the error for [`Target::take_error`](dlp_core::Target::take_error),
 //! which the runner checks after every step, so a failing device stops the run with one line.
