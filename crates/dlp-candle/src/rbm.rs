@@ -72,15 +72,9 @@ impl TensorRbm {
     }
 
     fn build(domain: DomainKind, d: usize, m: usize, w: Tensor, b: Tensor, c: Tensor) -> Result<Self, Error> {
-        let space = match domain {
-            DomainKind::Binary => Space::binary(d),
-            DomainKind::Spin => Space::spin(d),
-            other => {
-                return Err(Error::Param(format!(
-                    "domain {other:?} is not supported by the rbm model (use binary or spin)"
-                )));
-            }
-        };
+        let space = Space::bits(domain, d).ok_or_else(|| {
+            Error::Param(format!("domain {domain:?} is not supported by the rbm model (use spin or binary)"))
+        })?;
         let device = w.device().clone();
         Ok(TensorRbm { space, device_name: device_name(&device), device, m, w, b, c, errors: ErrorSlot::default() })
     }

@@ -40,6 +40,16 @@ impl Space {
         Space { d, kind: DomainKind::Spin, values: vec![-1, 1] }
     }
 
+    /// {0,1}^d or {−1,+1}^d for a binary-like `kind`; `None` for categorical and ordinal kinds
+    /// (the models with one weight per bit accept only these two).
+    pub fn bits(kind: DomainKind, d: usize) -> Option<Self> {
+        match kind {
+            DomainKind::Binary => Some(Space::binary(d)),
+            DomainKind::Spin => Some(Space::spin(d)),
+            DomainKind::Categorical | DomainKind::Ordinal => None,
+        }
+    }
+
     /// {0..K−1}^d, unordered classes.
     pub fn categorical(d: usize, k: usize) -> Self {
         Space { d, kind: DomainKind::Categorical, values: (0..k as i64).collect() }

@@ -62,3 +62,11 @@ pub(crate) fn check_finite(what: &str, v: &[f64]) -> Result<(), ModelError> {
         None => Ok(()),
     }
 }
+
+/// The space of a model with one weight per bit: spin or binary `domain`, else the one-line
+/// error naming the model `kind`.
+pub(crate) fn bit_space(domain: dlp_core::DomainKind, d: usize, kind: &str) -> Result<dlp_core::Space, ModelError> {
+    dlp_core::Space::bits(domain, d).ok_or_else(|| {
+        ModelError::param(format!("domain {domain:?} is not supported by the {kind} model (use spin or binary)"))
+    })
+}

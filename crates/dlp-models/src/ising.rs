@@ -6,7 +6,7 @@
 //! g_i(x)(1 − 2x_i) is exactly the change of ℓ when bit i flips.
 
 use crate::couplings::Couplings;
-use crate::error::{ModelError, check_finite};
+use crate::error::{ModelError, bit_space, check_finite};
 use dlp_core::capability::IsingView;
 use dlp_core::{Capabilities, DomainKind, Space, Target};
 
@@ -22,15 +22,7 @@ impl IsingModel {
     /// Builds the model on `domain` (spin or binary) with fields `b` (length d).
     pub fn new(domain: DomainKind, couplings: Couplings, b: Vec<f64>) -> Result<Self, ModelError> {
         let d = couplings.d();
-        let space = match domain {
-            DomainKind::Spin => Space::spin(d),
-            DomainKind::Binary => Space::binary(d),
-            other => {
-                return Err(ModelError::param(format!(
-                    "domain {other:?} is not supported by the ising model (use spin or binary)"
-                )));
-            }
-        };
+        let space = bit_space(domain, d, "ising")?;
         if d == 0 {
             return Err(ModelError::param("d must be at least 1"));
         }

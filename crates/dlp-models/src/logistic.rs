@@ -16,7 +16,7 @@
 //! matrix products shared by all rows (Z = W A_βᵀ, then G = (Y − σ(Z)) A_β; ndarray →
 //! matrixmultiply computes every row with the same kernel, so rows do not interact).
 
-use crate::error::{ModelError, check_finite};
+use crate::error::{ModelError, bit_space, check_finite};
 use crate::file::{err, matrix, number, show, vector};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::{sigmoid, softplus};
@@ -114,15 +114,7 @@ impl LogisticModel {
         b: Vec<f64>,
         scaling: BatchScaling,
     ) -> Result<Self, ModelError> {
-        let space = match domain {
-            DomainKind::Binary => Space::binary(d),
-            DomainKind::Spin => Space::spin(d),
-            other => {
-                return Err(ModelError::param(format!(
-                    "domain {other:?} is not supported by the logistic model (use spin or binary)"
-                )));
-            }
-        };
+        let space = bit_space(domain, d, "logistic")?;
         let n = y.len();
         if n == 0 {
             return Err(ModelError::param("y must hold at least one label (N >= 1)"));

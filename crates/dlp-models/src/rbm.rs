@@ -7,7 +7,7 @@
 //! also declares as its capability, so the samplers' RBM paths run the very same code; batches
 //! use matrix products whose rows do not interact.
 
-use crate::error::{ModelError, check_finite};
+use crate::error::{ModelError, bit_space, check_finite};
 use dlp_core::capability::RbmView;
 use dlp_core::math::sigmoid;
 use dlp_core::{Capabilities, DomainKind, Space, Target};
@@ -33,15 +33,7 @@ impl Rbm {
         b: Vec<f64>,
         c: Vec<f64>,
     ) -> Result<Self, ModelError> {
-        let space = match domain {
-            DomainKind::Binary => Space::binary(d),
-            DomainKind::Spin => Space::spin(d),
-            other => {
-                return Err(ModelError::param(format!(
-                    "domain {other:?} is not supported by the rbm model (use binary or spin)"
-                )));
-            }
-        };
+        let space = bit_space(domain, d, "rbm")?;
         if d == 0 {
             return Err(ModelError::param("d must be at least 1"));
         }
