@@ -157,6 +157,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_device_failure_exits_1_and_other_run_errors_exit_2() {
+        use dlp_core::{EvalError, SamplerError};
+        let device =
+            SamplerError::Eval(EvalError::Device { device: "cuda:0".into(), message: "out of\nmemory".into() });
+        let e = CliError::from_run(device);
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.to_string(), "internal error: device error on cuda:0: out of memory");
+        assert_eq!(CliError::from_run(SamplerError::Eval(EvalError::NoData)).exit_code(), 2);
+        let bad = SamplerError::BadParameter { sampler: "sg-dula".into(), message: "batch_size".into() };
+        assert_eq!(CliError::from_run(bad).exit_code(), 2);
+    }
+
+    #[test]
     fn clap_errors_become_one_line_without_usage() {
         let rendered = "error: the following required arguments were not provided:\n  --model <MODEL>\n\nUsage: dlp sample --model <MODEL>\n\nFor more information, try '--help'.\n";
         assert_eq!(clap_error_text(rendered), "the following required arguments were not provided: --model <MODEL>");
