@@ -3,6 +3,7 @@
 
 use crate::space::{DomainKind, Space};
 use crate::target::Target;
+use std::path::Path;
 
 /// f(x) = xᵀ W x + bᵀ x on the sampler coordinates (bits for binary/spin, values for
 /// ordinal), W any d × d matrix (the diagonal counts, spec pitfall P9), with
@@ -263,6 +264,28 @@ pub const SPEC_TINY_DULA_L1_VS_ALPHA: [(f64, f64); 8] = [
     (2.0, 3.3784e-1),
     (5.0, 3.7254e-1),
 ];
+
+/// Checks that the block of `readme` between `<!-- {name}:begin -->` and `<!-- {name}:end -->`
+/// is `expected` (a table generated from a registry), for the tests that keep README.md
+/// equal to the code. With the environment variable `DLP_UPDATE_README` set it rewrites the
+/// block instead (atomically). Panics with the expected text otherwise.
+pub fn check_readme_block(readme: &Path, name: &str, expected: &str, regenerate: &str) {
+    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
+    let text = std::fs::read_to_string(readme).expect("README.md at the workspace root");
+    let start = text.find(&begin).unwrap_or_else(|| panic!("README.md has no `{begin}` line")) + begin.len();
+    let stop = start + text[start..].find(&end).unwrap_or_else(|| panic!("README.md has no `{end}` after `{begin}`"));
+    if text[start..stop] == *expected {
+        return;
+    }
+    if std::env::var_os("DLP_UPDATE_README").is_some() {
+        let updated = format!("{}{expected}{}", &text[..start], &text[stop..]);
+        crate::io::atomic_write(readme, updated.as_bytes()).expect("rewrite README.md");
+        return;
+    }
+    panic!(
+        "README.md's {name} table is not the generated one. Regenerate it with `{regenerate}`; expected:\n\n{expected}"
+    );
+}
 
 #[cfg(test)]
 mod tests {

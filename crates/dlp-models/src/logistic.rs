@@ -34,6 +34,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Spin,
     domains: &[DomainKind::Spin, DomainKind::Binary],
     parse,
+    doc: "a data model: features `X` (N × d), labels `y` (0/1), field `b`, `minibatch` scaling (`sum`, the paper's N/B, or `mean_times` with `c`, the official BNN code's); runs `sg-dula`/`sg-dmala`",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {

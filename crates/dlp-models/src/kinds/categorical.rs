@@ -15,6 +15,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Categorical,
     domains: &[DomainKind::Categorical],
     parse,
+    doc: "independent coordinates, `probs` or `logits`",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {

@@ -15,6 +15,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Spin,
     domains: &[DomainKind::Spin, DomainKind::Binary],
     parse,
+    doc: "couplings by `J`, `edges` or `lattice`; bias `b`",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {

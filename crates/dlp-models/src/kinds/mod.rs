@@ -4,6 +4,7 @@
 //! loader, the writer and every error message listing the kinds follow from [`KINDS`].
 
 use crate::model::ModelKind;
+use dlp_core::DomainKind;
 
 mod categorical;
 mod ising;
@@ -27,6 +28,27 @@ pub fn names_list() -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.join(""),
     }
+}
+
+/// The README's model table: one row per registered kind (its domains, the default first,
+/// and its keys), kept equal to README.md by `tests/readme.rs`.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| kind | domain | parameters |\n|---|---|---|\n");
+    for k in KINDS {
+        let name = |d: DomainKind| match d {
+            DomainKind::Spin => "spin",
+            DomainKind::Binary => "binary",
+            DomainKind::Categorical => "categorical",
+            DomainKind::Ordinal => "ordinal",
+        };
+        let others: Vec<&str> = k.domains.iter().filter(|&&d| d != k.default_domain).map(|&d| name(d)).collect();
+        let domain = match others.as_slice() {
+            [] => name(k.default_domain).to_string(),
+            _ => format!("{} (or {})", name(k.default_domain), others.join(", ")),
+        };
+        out.push_str(&format!("| `{}` | {domain} | {} |\n", k.name, k.doc));
+    }
+    out
 }
 
 /// Whether `key` is a key of some registered kind (then it is misplaced rather than unknown).

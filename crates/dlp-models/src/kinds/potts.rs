@@ -15,6 +15,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Categorical,
     domains: &[DomainKind::Categorical],
     parse,
+    doc: "couplings as for ising; fields `h` (d × K)",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {

@@ -15,6 +15,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Binary,
     domains: &[DomainKind::Spin, DomainKind::Binary],
     parse,
+    doc: "`W` (d × M), `b`, `c`",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {

@@ -15,6 +15,7 @@ pub static KIND: ModelKind = ModelKind {
     default_domain: DomainKind::Categorical,
     domains: &[DomainKind::Spin, DomainKind::Binary, DomainKind::Categorical],
     parse,
+    doc: "explicit `log_prob` for all K^d states (K^d ≤ 2²⁴)",
 };
 
 fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {
