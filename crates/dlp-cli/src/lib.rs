@@ -95,6 +95,23 @@ pub fn sampler_help() -> String {
     format!("Sampler name: {forms} (`dlp samplers`: what each is and its flags; `dlp exact`: one with an exact kernel)")
 }
 
+/// `--step-size`: a number, or `auto` (warm-up adaptation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StepSize {
+    /// Adapt during the warm-up.
+    Auto,
+    /// This α.
+    Fixed(f64),
+}
+
+/// Parses `auto` or a number (checked later, so that a bad number gets the usual message).
+fn parse_step_size(s: &str) -> Result<StepSize, String> {
+    if s == "auto" {
+        return Ok(StepSize::Auto);
+    }
+    s.parse::<f64>().map(StepSize::Fixed).map_err(|_| format!("expected a number or `auto`, got {s:?}"))
+}
+
 /// The model and sampler flags that `dlp sample` and `dlp exact` share.
 #[derive(clap::Args, Debug)]
 pub struct ModelSamplerArgs {
@@ -104,9 +121,11 @@ pub struct ModelSamplerArgs {
     /// Sampler name; the help text lists the registered ones ([`sampler_help`]).
     #[arg(long, help = sampler_help())]
     pub sampler: String,
-    /// Step size α of DLP samplers, in {0,1} units for binary and spin models.
-    #[arg(long, allow_negative_numbers = true)]
-    pub step_size: Option<f64>,
+    /// Step size α of DLP samplers, in {0,1} units for binary and spin models, or `auto`:
+    /// adapt it during the warm-up (`dlp sample` only; the default for Metropolis-adjusted
+    /// samplers with a step size, e.g. dmala).
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_step_size)]
+    pub step_size: Option<StepSize>,
     /// Diagonal preconditioner h_1,…,h_d of pdula/pdmala.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "H1,H2,…")]
     pub preconditioner: Option<Vec<f64>>,
@@ -116,21 +135,46 @@ impl ModelSamplerArgs {
     /// `--step-size`, if given, must be finite and > 0.
     pub fn check_step_size(&self) -> Result<(), CliError> {
         match self.step_size {
-            Some(a) if !(a.is_finite() && a > 0.0) => {
+            Some(StepSize::Fixed(a)) if !(a.is_finite() && a > 0.0) => {
                 Err(CliError::Input(format!("--step-size must be a finite number > 0, got {a}")))
             }
             _ => Ok(()),
         }
     }
 
-    /// The named sampler with these parameters (and `batch_size`), then the model file.
-    pub fn load(&self, batch_size: Option<usize>) -> Result<(Box<dyn dlp_core::Sampler>, dlp_models::Model), CliError> {
-        let params = dlp_samplers::SamplerParams {
-            step_size: self.step_size,
+    /// Whether the step size is to be adapted: `--step-size auto`, or no `--step-size` for a
+    /// Metropolis-adjusted sampler that takes one (the default there).
+    pub fn adapts(&self) -> bool {
+        match self.step_size {
+            Some(StepSize::Auto) => true,
+            Some(StepSize::Fixed(_)) => false,
+            None => dlp_samplers::registry::find(&self.sampler).is_some_and(|(spec, _)| {
+                spec.exact && !spec.needs_data && spec.takes(dlp_samplers::registry::Param::StepSize)
+            }),
+        }
+    }
+
+    /// The sampler parameters with step size `alpha` (or the fixed `--step-size`).
+    pub fn params(&self, alpha: Option<f64>, batch_size: Option<usize>) -> dlp_samplers::SamplerParams {
+        let fixed = match self.step_size {
+            Some(StepSize::Fixed(a)) => Some(a),
+            _ => None,
+        };
+        dlp_samplers::SamplerParams {
+            step_size: alpha.or(fixed),
             preconditioner: self.preconditioner.clone(),
             batch_size,
-        };
-        let sampler = dlp_samplers::build_sampler(&self.sampler, &params).map_err(CliError::input)?;
+        }
+    }
+
+    /// The named sampler with these parameters (and `batch_size`), then the model file.
+    /// `--step-size auto` is refused here: only `dlp sample` adapts.
+    pub fn load(&self, batch_size: Option<usize>) -> Result<(Box<dyn dlp_core::Sampler>, dlp_models::Model), CliError> {
+        if self.step_size == Some(StepSize::Auto) {
+            return Err(CliError::input("--step-size auto adapts during dlp sample's warm-up; give a number here"));
+        }
+        let sampler =
+            dlp_samplers::build_sampler(&self.sampler, &self.params(None, batch_size)).map_err(CliError::input)?;
         let model = dlp_models::load_model(&self.model).map_err(CliError::input)?;
         Ok((sampler, model))
     }

@@ -4,6 +4,7 @@
 
 use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason, progress_bar};
 use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains, setup_rng};
+use dlp_samplers::adapt::{AdaptOptions, adapt_step_size};
 use rand::RngExt;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -32,9 +33,14 @@ pub struct Args {
     /// Steps per chain.
     #[arg(long)]
     pub steps: usize,
-    /// Steps discarded from the trace.
-    #[arg(long, default_value_t = 0)]
-    pub burn_in: usize,
+    /// Steps discarded from the trace; with step-size adaptation, the warm-up during which α
+    /// adapts (default then: half of --steps).
+    #[arg(long)]
+    pub burn_in: Option<usize>,
+    /// Target mean acceptance probability of the step-size adaptation (0.574, the optimal MALA
+    /// rate, by default).
+    #[arg(long, default_value_t = 0.574)]
+    pub target_accept: f64,
     /// Keep every T-th step after burn-in in the trace.
     #[arg(long, default_value_t = 1)]
     pub thin: usize,
@@ -61,6 +67,9 @@ pub struct Args {
 /// Checks the numeric arguments that do not need the model.
 fn check_args(args: &Args) -> Result<(), CliError> {
     args.run.check_step_size()?;
+    if !(args.target_accept > 0.0 && args.target_accept < 1.0) {
+        return Err(CliError::input(format!("--target-accept must be in (0, 1), got {}", args.target_accept)));
+    }
     if args.chains == 0 {
         return Err(CliError::input("--chains must be at least 1"));
     }
@@ -94,6 +103,8 @@ struct SampleObserver {
     n_chains: usize,
     pending: u64,
     keep: Option<(usize, usize)>,
+    /// Steps run before this run (the warm-up), so trace steps count from the chains' start.
+    offset: usize,
     kept_steps: Vec<usize>,
     kept_states: Vec<u32>,
 }
@@ -106,11 +117,12 @@ impl Observer for SampleObserver {
             self.bar.inc(self.pending);
             self.pending = 0;
         }
+        let step = ctx.step + self.offset;
         if let Some((burn_in, thin)) = self.keep
-            && ctx.step > burn_in
-            && (ctx.step - burn_in).is_multiple_of(thin)
+            && step > burn_in
+            && (step - burn_in).is_multiple_of(thin)
         {
-            self.kept_steps.push(ctx.step);
+            self.kept_steps.push(step);
             self.kept_states.extend_from_slice(states.positions());
         }
     }
@@ -119,7 +131,8 @@ impl Observer for SampleObserver {
 /// Runs `dlp sample`.
 pub fn run(args: Args) -> Result<(), CliError> {
     check_args(&args)?;
-    let (sampler, model) = args.run.load(args.batch_size)?;
+    let adapt = args.run.adapts();
+    let model = dlp_models::load_model(&args.run.model).map_err(CliError::input)?;
     check_writable("--out", &args.out)?;
     if let Some(trace) = &args.trace {
         check_writable("--trace", trace)?;
@@ -127,16 +140,44 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let target: &dyn dlp_core::Target = &model;
     let space = target.space().clone();
     let d = space.d;
-    let x0 = initial_states(&space, args.chains, args.init, args.seed);
-    let bar =
-        progress_bar((args.chains * args.steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
+    let mut x0 = initial_states(&space, args.chains, args.init, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
-    let keep = args.trace.as_ref().map(|_| (args.burn_in, args.thin));
-    let output = run_chains(sampler.as_ref(), target, &x0, args.steps, &options, |_, n| SampleObserver {
+    // Warm-up adaptation: α adapts over the burn-in, then the kept run uses the frozen α.
+    let (mut alpha, mut warm) = (None, 0);
+    if adapt {
+        let warmup = args.burn_in.unwrap_or(args.steps / 2);
+        if warmup == 0 || warmup > args.steps {
+            return Err(CliError::input(format!(
+                "step-size adaptation needs 1 ≤ --burn-in ≤ --steps warm-up steps, got {warmup} of {}",
+                args.steps
+            )));
+        }
+        let opts =
+            AdaptOptions { warmup, target_accept: args.target_accept, window: warmup.min(20), ..Default::default() };
+        let params = args.run.params(None, args.batch_size);
+        let a =
+            adapt_step_size(&args.run.sampler, &params, target, &x0, &opts, &options).map_err(CliError::from_run)?;
+        warm = a.windows * opts.window;
+        if !args.quiet {
+            eprintln!(
+                "{}: step size adapted to {:.6} over {warm} warm-up steps (mean acceptance {:.3} in the last window, target {})",
+                args.run.sampler, a.step_size, a.last_accept, args.target_accept
+            );
+        }
+        alpha = Some(a.step_size);
+        x0 = a.positions;
+    }
+    let params = args.run.params(alpha, args.batch_size);
+    let sampler = dlp_samplers::build_sampler(&args.run.sampler, &params).map_err(CliError::input)?;
+    let steps = args.steps - warm;
+    let bar = progress_bar((args.chains * steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
+    let keep = args.trace.as_ref().map(|_| (args.burn_in.unwrap_or(warm), args.thin));
+    let output = run_chains(sampler.as_ref(), target, &x0, steps, &options, |_, n| SampleObserver {
         bar: bar.clone(),
         n_chains: n,
         pending: 0,
         keep,
+        offset: warm,
         kept_steps: Vec::new(),
         kept_states: Vec::new(),
     })

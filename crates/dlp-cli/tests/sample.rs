@@ -227,3 +227,40 @@ fn stochastic_gradient_samplers_need_a_data_model_and_a_batch_size() {
     let out = case.sample(&["--model", &logistic_example(), "--sampler", "sg-dula", "--batch-size", "500"]);
     assert_input_error(&case, &out, "N = 200");
 }
+
+#[test]
+fn dmala_adapts_its_step_size_by_default_and_reports_it() {
+    let case = Case::new();
+    let model = case.path("m.json");
+    let run = |threads: &str, name: &str, step: Option<&str>| {
+        let out_path = case.path(name);
+        let mut args = vec!["sample", "--model", model.to_str().unwrap(), "--sampler", "dmala"];
+        if let Some(s) = step {
+            args.extend(["--step-size", s]);
+        }
+        args.extend(["--chains", "8", "--steps", "400", "--burn-in", "200", "--threads", threads, "--out"]);
+        args.push(out_path.to_str().unwrap());
+        let out = Command::new(env!("CARGO_BIN_EXE_dlp")).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        (std::fs::read(out_path).unwrap(), stderr)
+    };
+    let (a, msg) = run("1", "a.csv", None);
+    assert!(msg.contains("dmala: step size adapted to") && msg.contains("over 200 warm-up steps"), "{msg}");
+    let alpha: f64 = msg.split("adapted to ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!(alpha > 0.0 && alpha.is_finite(), "{msg}");
+    let (b, msg2) = run("2", "b.csv", Some("auto"));
+    assert_eq!(a, b, "adaptation and sampling do not depend on threads");
+    assert_eq!(msg, msg2);
+}
+
+#[test]
+fn auto_step_size_is_refused_where_it_cannot_adapt() {
+    let case = Case::new();
+    let out = case.sample(&["--sampler", "dula", "--step-size", "auto", "--burn-in", "10"]);
+    assert_input_error(&case, &out, "needs a Metropolis-adjusted sampler");
+    let out = case.sample(&["--step-size", "auto", "--target-accept", "1.5"]);
+    assert_input_error(&case, &out, "--target-accept must be in (0, 1)");
+    let out = case.sample(&["--step-size", "auto", "--burn-in", "500"]);
+    assert_input_error(&case, &out, "warm-up steps");
+}
