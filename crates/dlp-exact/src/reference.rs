@@ -347,6 +347,80 @@ pub fn gwg(target: &dyn Target, k: usize) -> Result<DMatrix<f64>, ExactError> {
     Ok(p)
 }
 
+/// `pas-R`, the path auxiliary sampler (Sun et al. 2022, ICLR, §4; a fixed path length as the
+/// authors' google-research/discs code runs it, sites drawn without replacement): site law
+/// q_x(i) = e^{½ g_i (1 − 2x_i)} / Σ_j e^{½ g_j (1 − 2x_j)} with g = ∇f(x); a path is an
+/// ordered list of L = min(R, d) distinct sites with probability
+/// Q_x(i_1..i_L) = Π_r q_x(i_r) / (1 − Σ_{s<r} q_x(i_s)) (the denominator formed as the sum of
+/// q_x over the sites not yet drawn); y is x with those sites flipped, accepted with
+/// min(1, π(y) Q_y(i_L..i_1) / (π(x) Q_x(i_1..i_L))). Sums over every ordered path.
+/// Binary/spin only.
+pub fn pas(target: &dyn Target, r: usize) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
+    if !matches!(t.space.kind, DomainKind::Binary | DomainKind::Spin) {
+        return Err(ExactError::Assumption("pas reference: binary or spin spaces only".into()));
+    }
+    let (n, d) = (t.n(), t.space.d);
+    let len = r.min(d);
+    let site_law: Vec<Vec<f64>> = t
+        .states
+        .iter()
+        .map(|x| {
+            let mut g = vec![0.0; d];
+            target.log_density_grad(x, &mut g);
+            let logit: Vec<f64> = (0..d).map(|i| 0.5 * g[i] * (1.0 - 2.0 * x[i] as f64)).collect();
+            let top = logit.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = logit.iter().map(|l| (l - top).exp()).collect();
+            let s: f64 = e.iter().sum();
+            e.iter().map(|v| v / s).collect()
+        })
+        .collect();
+    // Ordered probability of drawing `path` without replacement from `q`.
+    let ordered = |q: &[f64], path: &[usize]| -> f64 {
+        let mut prob = 1.0;
+        for (step, &i) in path.iter().enumerate() {
+            let left: f64 = (0..d).filter(|j| !path[..step].contains(j)).map(|j| q[j]).sum();
+            prob *= q[i] / left;
+        }
+        prob
+    };
+    // Every ordered list of `len` distinct sites.
+    let mut paths: Vec<Vec<usize>> = vec![vec![]];
+    for _ in 0..len {
+        let mut longer = Vec::new();
+        for p in &paths {
+            for i in (0..d).filter(|i| !p.contains(i)) {
+                longer.push([p.clone(), vec![i]].concat());
+            }
+        }
+        paths = longer;
+    }
+    let mut p = DMatrix::zeros(n, n);
+    for a in 0..n {
+        let x = &t.states[a];
+        let mut off = 0.0;
+        for path in &paths {
+            let fwd = ordered(&site_law[a], path);
+            if fwd <= 0.0 {
+                continue;
+            }
+            let mut y = x.clone();
+            for &i in path {
+                y[i] = 1 - y[i];
+            }
+            let b = t.index(&y);
+            let back: Vec<usize> = path.iter().rev().copied().collect();
+            let rev = ordered(&site_law[b], &back);
+            let ratio = (t.f[b] - t.f[a]).exp() * rev / fwd;
+            let v = fwd * if ratio < 1.0 { ratio } else { 1.0 };
+            p[(a, b)] += v;
+            off += v;
+        }
+        p[(a, a)] = 1.0 - off;
+    }
+    Ok(p)
+}
+
 /// `lb` (spec §2; Zanella's √ balancing): i ~ softmax((f(x^{(i)}) − f(x))/2), accept x^{(i)}
 /// with min(1, Z(x)/Z(x^{(i)})), Z(x) = Σ_i exp((f(x^{(i)}) − f(x))/2). Binary/spin only.
 pub fn locally_balanced(target: &dyn Target) -> Result<DMatrix<f64>, ExactError> {
@@ -490,6 +564,7 @@ pub fn reference_by_name(
         ("hb", [l, r]) => one(hamming_ball(target, *l, *r)),
         ("gwg", []) => one(gwg(target, 1)),
         ("gwg", [k]) => one(gwg(target, *k)),
+        ("pas", [r]) => one(pas(target, *r)),
         ("lb", []) => one(locally_balanced(target)),
         ("block", []) if name == "block-gibbs" => {
             let r = params.rbm.as_ref()?;

@@ -41,9 +41,23 @@ fn small_rbm() -> dlp_models::Rbm {
 fn targets(case: &Case) -> Vec<Box<dyn Target>> {
     match case.name {
         "block-gibbs" => vec![Box::new(small_rbm())],
-        "lb" | "gwg-2" | "gwg-3" => vec![Box::new(Quadratic::spec_tiny())],
+        "lb" | "gwg-2" | "gwg-3" | "pas-1" => vec![Box::new(Quadratic::spec_tiny())],
+        // pas-3 flips exactly 3 sites: on the 3 sites of §4.3 that is the complement, a chain
+        // that never leaves {x, complement}; on 4 sites it is irreducible.
+        "pas-3" => vec![Box::new(binary_quadratic_4())],
         _ => vec![Box::new(Quadratic::spec_tiny()), Box::new(PairwiseCategorical::spec_small())],
     }
+}
+
+/// A 4-site binary quadratic (symmetric couplings), for samplers that need d > 3 to be
+/// irreducible.
+fn binary_quadratic_4() -> Quadratic {
+    let mut w = vec![0.0; 16];
+    for (i, j, v) in [(0, 1, 0.8), (0, 2, -0.6), (1, 3, 0.5), (2, 3, -0.4)] {
+        w[i * 4 + j] = v;
+        w[j * 4 + i] = v;
+    }
+    Quadratic::new(dlp_core::Space::binary(4), w, vec![0.3, -0.7, 0.25, 0.1])
 }
 
 fn build(case: &Case, d: usize) -> Box<dyn Sampler> {

@@ -366,6 +366,19 @@ pub static REGISTRY: &[SamplerSpec] = &[
         tests: TestSpec { names: &["lb"], ..NO_TESTS },
     },
     SamplerSpec {
+        stem: "pas",
+        counts: &[1],
+        numbers: &["R"],
+        params: &[],
+        build: crate::pas::Pas::build,
+        doc: "path auxiliary sampler: R distinct flips drawn without replacement from the \
+              first-order √-balanced weights of the start state, MH on the path; binary/spin",
+        paper: "Sun et al. 2022 (ICLR), §4",
+        exact: true,
+        needs_data: false,
+        tests: TestSpec { names: &["pas-1", "pas-3"], ..NO_TESTS },
+    },
+    SamplerSpec {
         stem: "block-gibbs",
         counts: PLAIN,
         numbers: &[],
