@@ -29,6 +29,13 @@
 //! and so does the state kernel, which sums over all R! · C(d, R) ordered paths
 //! ([`ExactKernel::transition_row`] does exactly that, with the functions `step` uses).
 //!
+//! Irreducibility (a property of the fixed-length recipe, the code's included): an accepted
+//! move flips exactly R' sites, so an even R' never changes the parity of the number of ones
+//! (the chain stays in the parity class it starts in) and R' = d only ever proposes the
+//! complement. π-invariance holds for every R; ergodicity on {0,1}^d needs R' odd and
+//! R' < d (then R'-sets generate every flip set), or R' = 1. The exact suite checks πP = π;
+//! the empirical tests run `pas-3` on 4 sites for this reason.
+//!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
 //! the sites not yet drawn (summed afresh, so no 1 − Σ cancellation).
