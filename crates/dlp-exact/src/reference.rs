@@ -450,6 +450,67 @@ pub fn locally_balanced(target: &dyn Target) -> Result<DMatrix<f64>, ExactError>
     Ok(p)
 }
 
+/// DLMC's proposal q_h(y|x) for binary/spin spaces (Sun et al. 2023, arXiv:2206.14897): with
+/// the gradient g at x frozen, coordinate i is a two-state continuous-time chain whose rates
+/// are the √ locally balanced weights of the linearised density ratio, from x_i to the other bit
+/// √(exp(g_i (1 − 2x_i))) and back √(exp(−g_i (1 − 2x_i))); after time h it has left x_i with
+/// probability exp(hQ_i)[0][1], Q_i = [[−r_out, r_out], [r_back, −r_back]], computed here as a
+/// 2 × 2 matrix exponential. Returns the per-coordinate flip probabilities.
+fn dlmc_flip_probs(x: &[u32], g: &[f64], h: f64) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| {
+            let sign = if x[i] == 0 { 1.0 } else { -1.0 };
+            let r_out = (g[i] * sign).exp().sqrt();
+            let r_back = (-g[i] * sign).exp().sqrt();
+            let q = nalgebra::Matrix2::new(-r_out, r_out, r_back, -r_back);
+            (q * h).exp()[(0, 1)]
+        })
+        .collect()
+}
+
+/// `dlmc` (`mh = true`) and `dlmcf` (Sun et al. 2023, arXiv:2206.14897): every bit flips
+/// independently with its [`dlmc_flip_probs`] probability; `dlmc` accepts y ≠ x with
+/// min(1, π(y)q(x|y)/(π(x)q(y|x))), the rest on the diagonal. Binary/spin only.
+pub fn dlmc(target: &dyn Target, h: f64, mh: bool) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
+    if !t.space.is_binary_like() {
+        return Err(ExactError::Assumption("dlmc reference: binary or spin spaces only".into()));
+    }
+    let n = t.n();
+    let flips: Vec<Vec<f64>> = t
+        .states
+        .iter()
+        .map(|x| {
+            let mut g = vec![0.0; t.space.grad_len()];
+            target.log_density_grad(x, &mut g);
+            dlmc_flip_probs(x, &g, h)
+        })
+        .collect();
+    let q = |a: usize, b: usize| -> f64 {
+        let (x, y) = (&t.states[a], &t.states[b]);
+        (0..x.len()).map(|i| if x[i] != y[i] { flips[a][i] } else { 1.0 - flips[a][i] }).product()
+    };
+    let mut p = DMatrix::zeros(n, n);
+    for a in 0..n {
+        let mut off = 0.0;
+        for b in 0..n {
+            if a == b {
+                continue;
+            }
+            let q_fwd = q(a, b);
+            let mut v = q_fwd;
+            if mh && q_fwd > 0.0 {
+                let ratio = (t.f[b] - t.f[a]).exp() * q(b, a) / q_fwd;
+                v = q_fwd * if ratio < 1.0 { ratio } else { 1.0 };
+            }
+            p[(a, b)] = v;
+            off += v;
+        }
+        p[(a, a)] = 1.0 - off;
+    }
+    Ok(p)
+}
+
 /// RBM alternating block Gibbs (spec §2): P(x,y) = Σ_h p(h|x) p(y|h) with the joint
 /// E(u,h) = bᵀu + cᵀh + uᵀWh over visible values u (0/1, or ±1 when `spin`) and h ∈ {0,1}^M:
 /// p(h|x) = e^{E(x,h)}/Σ_{h'} e^{E(x,h')}, p(y|h) = e^{E(y,h)}/Σ_{y'} e^{E(y',h)}.
@@ -566,6 +627,8 @@ pub fn reference_by_name(
         ("gwg", [k]) => one(gwg(target, *k)),
         ("pas", [r]) => one(pas(target, *r)),
         ("lb", []) => one(locally_balanced(target)),
+        ("dlmc", []) => one(dlmc(target, alpha, true)),
+        ("dlmcf", []) => one(dlmc(target, alpha, false)),
         ("block", []) if name == "block-gibbs" => {
             let r = params.rbm.as_ref()?;
             Some(Ok(vec![rbm_block_gibbs(r.d, r.m, &r.w, &r.b, &r.c, r.spin)]))

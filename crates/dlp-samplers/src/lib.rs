@@ -11,6 +11,7 @@
 pub mod adapt;
 pub mod block_gibbs;
 pub mod continuous;
+pub mod dlmc;
 pub mod dlp;
 pub mod fast;
 pub mod gibbs;
