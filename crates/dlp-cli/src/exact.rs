@@ -2,7 +2,9 @@
 //! one-cycle transition matrix from its exact kernel, solves for its stationary law
 //! (GTH, accurate even when P ≈ I) and reports it beside the target π as JSON
 //! (`dlp_exact::exact_report`, schema `dlp.exact.report.v1`): TV to π, ‖πP − π‖∞ and the
-//! detailed-balance residual. Spaces above `dlp_exact::matrix::MAX_MATRIX_STATES` states are
+//! detailed-balance residual, and the matrix's mixing rates (`mixing`: spectral gap, absolute
+//! gap, SLEM, relaxation time; `mixing_kernel` says whether that is one step or one sweep of
+//! a several-phase kernel; `dlp_exact::mixing`). Spaces above `dlp_exact::matrix::MAX_MATRIX_STATES` states are
 //! refused (exit 2) before any work.
 
 use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason};

@@ -71,10 +71,38 @@ fn dula_bias_and_dmala_exactness_match_spec_4_3() {
     assert!(r["target_residual"].as_f64().unwrap() > 1e-3);
     assert_eq!(r["states"][6], serde_json::json!([1, 1, 0]));
 
+    // DULA is reversible for its own law π_α here (log-quadratic target), so its mixing rates
+    // come from the symmetric path.
+    let m = &r["mixing"];
+    assert_eq!(r["mixing_kernel"], "P: one step");
+    assert_eq!(m["reversible"], true, "{m}");
+    let (gap, abs_gap, slem) =
+        (m["gap"].as_f64().unwrap(), m["abs_gap"].as_f64().unwrap(), m["slem"].as_f64().unwrap());
+    assert!(gap > 0.0 && gap <= 2.0 && abs_gap > 0.0 && abs_gap <= gap + 1e-15, "{m}");
+    assert!((slem - (1.0 - abs_gap)).abs() < 1e-15, "{m}");
+    assert!((m["relaxation_time"].as_f64().unwrap() - 1.0 / abs_gap).abs() < 1e-12, "{m}");
+
     let r = report(&case.run(&["--sampler", "dmala", "--step-size", "0.5"]));
     assert!(r["total_variation"].as_f64().unwrap() < 1e-12, "{r}");
     assert!(r["target_residual"].as_f64().unwrap() < 1e-14);
     assert!(r["detailed_balance_residual"].as_f64().unwrap() < 1e-15);
+    assert_eq!(r["mixing"]["reversible"], true, "{r}");
+}
+
+#[test]
+fn systematic_scan_mixing_is_that_of_one_sweep() {
+    let case = Case::new();
+    let r = report(&case.run(&["--sampler", "gibbs-sweep"]));
+    assert_eq!(r["n_phases"], 3);
+    let kernel = r["mixing_kernel"].as_str().unwrap();
+    assert!(kernel.contains("one sweep") && kernel.contains("3 phase"), "{kernel}");
+    // The product of the phases is not reversible: SLEM from the complex spectrum, no gap.
+    let m = &r["mixing"];
+    assert_eq!(m["reversible"], false, "{m}");
+    assert!(m["gap"].is_null() && m["abs_gap"].is_null(), "{m}");
+    let slem = m["slem"].as_f64().unwrap();
+    assert!(slem > 0.0 && slem < 1.0, "{m}");
+    assert!((m["relaxation_time"].as_f64().unwrap() - 1.0 / (1.0 - slem)).abs() < 1e-12, "{m}");
 }
 
 #[test]

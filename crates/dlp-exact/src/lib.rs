@@ -3,7 +3,8 @@
 //! * [`enumerate`]: log Z, marginals, moments, E_π[h] and π itself by exhaustive, parallel,
 //!   thread-count-independent enumeration (2^25 states of the 5×5 Ising in seconds).
 //! * [`matrix`]: transition matrices from a sampler's `ExactKernel`, stationary laws,
-//!   residuals, DULA's closed form π_α ∝ π·Z_α, Theorem 5.1's bounds, [`ExactReport`].
+//!   residuals, exact mixing rates ([`mixing`]: spectral gap, SLEM, relaxation time), DULA's
+//!   closed form π_α ∝ π·Z_α, Theorem 5.1's bounds, [`ExactReport`].
 //! * [`reference`]: transition matrices transcribed from the papers' formulas, independent
 //!   of `dlp-samplers`, for every registered sampler.
 //!
@@ -23,8 +24,9 @@ pub use enumerate::{
     log_densities, probabilities,
 };
 pub use matrix::{
-    DulaLaw, ExactReport, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
-    kernel_matrix, stationarity_residual, stationary, stationary_gth, stationary_lu, thm51_bounds, total_variation,
+    DulaLaw, ExactReport, Mixing, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
+    general_eigenvalues, kernel_matrix, mixing, stationarity_residual, stationary, stationary_gth, stationary_lu,
+    thm51_bounds, total_variation,
 };
 
 /// Errors of exact computations; each names the quantity and the offending value.

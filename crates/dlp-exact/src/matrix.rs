@@ -8,7 +8,7 @@
 use crate::ExactError;
 use crate::enumerate::{all_states, checked_n_states, log_densities};
 use dlp_core::{DomainKind, Sampler, Space, Target};
-use nalgebra::{DMatrix, DVector, SymmetricEigen};
+use nalgebra::{Complex, DMatrix, DVector, SymmetricEigen};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -190,6 +190,118 @@ pub fn detailed_balance_residual(pi: &[f64], p: &DMatrix<f64>) -> f64 {
         }
     }
     worst
+}
+
+/// Detailed-balance residuals below this count as reversible in [`mixing`].
+pub const REVERSIBLE_TOL: f64 = 1e-10;
+
+/// Largest non-reversible matrix whose spectrum [`mixing`] computes. nalgebra's real Schur
+/// (unblocked, one thread) took 7.5 s at 1024 states and did not finish in 16 minutes at
+/// 4096 (README, "Dependency notes"); the symmetric path has no limit (about 0.2 s at 1024).
+pub const MAX_GENERAL_EIGEN_STATES: usize = 1024;
+
+/// Exact mixing rates of a transition matrix P with stationary law π (see [`mixing`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mixing {
+    /// Whether P is π-reversible (detailed-balance residual below [`REVERSIBLE_TOL`] and
+    /// π > 0 everywhere); then the spectrum is real and came from the symmetrised matrix.
+    pub reversible: bool,
+    /// Spectral gap 1 − λ₂ (λ₂ the second-largest eigenvalue); reversible kernels only.
+    pub gap: Option<f64>,
+    /// Absolute spectral gap 1 − max(|λ₂|, |λ_min|); reversible kernels only.
+    pub abs_gap: Option<f64>,
+    /// Second-largest eigenvalue modulus: the largest |λ| over the spectrum without the
+    /// eigenvalue 1 of π (for a reversible kernel max(|λ₂|, |λ_min|) = 1 − `abs_gap`);
+    /// `None` for a non-reversible matrix above [`MAX_GENERAL_EIGEN_STATES`] states.
+    pub slem: Option<f64>,
+    /// Relaxation time 1/(1 − slem) (= 1/`abs_gap` when reversible); `None` when
+    /// slem ≥ 1 (a periodic or reducible chain does not relax) or slem is `None`.
+    pub relaxation_time: Option<f64>,
+}
+
+/// The eigenvalues of the symmetrised matrix S = D^{1/2} P D^{−1/2}, D = diag π, in
+/// decreasing order. S is similar to P, and symmetric exactly when P is π-reversible
+/// (π(x)P(x,y) = π(y)P(y,x)); it is symmetrised as ½(S + Sᵀ) against rounding and solved by
+/// nalgebra's symmetric QR (eigenvalues only). Requires π > 0.
+pub fn symmetrised_eigenvalues(p: &DMatrix<f64>, pi: &[f64]) -> Vec<f64> {
+    let n = p.nrows();
+    assert_eq!((n, n), (p.ncols(), pi.len()), "P must be n × n and π of length n");
+    let r: Vec<f64> = pi.iter().map(|v| v.sqrt()).collect();
+    let s = DMatrix::from_fn(n, n, |i, j| 0.5 * (r[i] * p[(i, j)] / r[j] + r[j] * p[(j, i)] / r[i]));
+    let mut ev: Vec<f64> = s.symmetric_eigenvalues().iter().copied().collect();
+    ev.sort_by(|a, b| b.total_cmp(a));
+    ev
+}
+
+/// The (complex) eigenvalues of a general square matrix by nalgebra's real Schur
+/// decomposition (Hessenberg reduction and shifted QR, eigenvalues only), in decreasing
+/// order of modulus.
+pub fn general_eigenvalues(p: &DMatrix<f64>) -> Vec<Complex<f64>> {
+    assert_eq!(p.nrows(), p.ncols(), "transition matrix must be square");
+    let mut ev: Vec<Complex<f64>> = match p.nrows() {
+        0 => vec![],
+        1 => vec![Complex::new(p[(0, 0)], 0.0)],
+        _ => p.complex_eigenvalues().iter().copied().collect(),
+    };
+    ev.sort_by(|a, b| b.norm().total_cmp(&a.norm()));
+    ev
+}
+
+/// Mixing rates of the transition matrix `p` with stationary law `pi` (the chain's own law —
+/// for a biased sampler such as DULA its π_α, not the target).
+///
+/// Reversible kernels (detailed-balance residual < [`REVERSIBLE_TOL`], π > 0): the real
+/// spectrum 1 = λ₁ ≥ λ₂ ≥ … ≥ λ_min of [`symmetrised_eigenvalues`] gives `gap` = 1 − λ₂,
+/// `abs_gap` = 1 − max(|λ₂|, |λ_min|), `slem` = 1 − `abs_gap` and `relaxation_time` =
+/// 1/`abs_gap`. Other kernels: the spectrum of [`general_eigenvalues`] without the eigenvalue
+/// nearest 1 (the Perron root) gives `slem` = max |λ| and `relaxation_time` = 1/(1 − slem);
+/// `gap` and `abs_gap` are `None` (the real-part gap of a non-normal matrix does not bound
+/// the mixing time), and above [`MAX_GENERAL_EIGEN_STATES`] states every rate is `None`.
+pub fn mixing(p: &DMatrix<f64>, pi: &[f64]) -> Mixing {
+    let reversible = pi.iter().all(|&v| v > 0.0) && detailed_balance_residual(pi, p) < REVERSIBLE_TOL;
+    if reversible {
+        mixing_reversible(p, pi)
+    } else if p.nrows() <= MAX_GENERAL_EIGEN_STATES {
+        mixing_general(p)
+    } else {
+        Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None }
+    }
+}
+
+/// [`mixing`]'s symmetric path, whatever the residual (the caller vouches for reversibility).
+pub fn mixing_reversible(p: &DMatrix<f64>, pi: &[f64]) -> Mixing {
+    let ev = symmetrised_eigenvalues(p, pi);
+    let (l2, lmin) = match ev.len() {
+        0 | 1 => (0.0, 0.0),
+        n => (ev[1], ev[n - 1]),
+    };
+    let slem = l2.abs().max(lmin.abs());
+    let abs_gap = 1.0 - slem;
+    Mixing {
+        reversible: true,
+        gap: Some(1.0 - l2),
+        abs_gap: Some(abs_gap),
+        slem: Some(slem),
+        relaxation_time: (abs_gap > 0.0).then(|| 1.0 / abs_gap),
+    }
+}
+
+/// [`mixing`]'s general path: `slem` from the complex spectrum, `gap`/`abs_gap` `None`.
+/// No size limit here (minutes above [`MAX_GENERAL_EIGEN_STATES`] states).
+pub fn mixing_general(p: &DMatrix<f64>) -> Mixing {
+    let mut ev = general_eigenvalues(p);
+    // Drop the Perron root: the eigenvalue nearest 1.
+    if let Some(k) = (0..ev.len()).min_by(|&a, &b| (ev[a] - 1.0).norm().total_cmp(&(ev[b] - 1.0).norm())) {
+        ev.remove(k);
+    }
+    let slem = ev.iter().map(|z| z.norm()).fold(0.0, f64::max);
+    Mixing {
+        reversible: false,
+        gap: None,
+        abs_gap: None,
+        slem: Some(slem),
+        relaxation_time: (slem < 1.0).then(|| 1.0 / (1.0 - slem)),
+    }
 }
 
 /// Largest entrywise difference of two matrices of the same shape.
@@ -456,25 +568,39 @@ pub struct ExactReport {
     pub solve_residual: f64,
     /// max |π(x)P(x,y) − π(y)P(y,x)| with π the target (0 for a π-reversible kernel).
     pub detailed_balance_residual: f64,
+    /// Which matrix [`ExactReport::mixing`] describes: the one-step kernel, or for a
+    /// kernel of several phases (a systematic scan) the product of the phase matrices.
+    pub mixing_kernel: String,
+    /// Spectral gap, absolute gap, SLEM and relaxation time of that matrix with respect to
+    /// its own stationary law [`ExactReport::stationary`] ([`mixing`]).
+    pub mixing: Mixing,
 }
 
-/// Builds the one-cycle matrix of `sampler` on `target`, solves for its stationary law and
-/// compares it with π.
+/// Builds the one-cycle matrix of `sampler` on `target`, solves for its stationary law,
+/// compares it with π and computes the matrix's [`Mixing`] rates.
 pub fn exact_report(target: &dyn Target, sampler: &dyn Sampler) -> Result<ExactReport, ExactError> {
     let space: &Space = target.space();
     let p = cycle_matrix(target, sampler)?;
     let pi = crate::enumerate::probabilities(target)?;
     let stat = stationary(&p)?;
     let states = all_states(space, MAX_MATRIX_STATES)?;
+    let m = n_phases(target, sampler)?;
+    let mixing_kernel = if m == 1 {
+        "P: one step".to_string()
+    } else {
+        format!("P_0 P_1 ⋯ P_{}: one sweep, the product of the {m} phase matrices", m - 1)
+    };
     Ok(ExactReport {
         sampler: sampler.name(),
         n_states: pi.len(),
-        n_phases: n_phases(target, sampler)?,
+        n_phases: m,
         states: states.chunks(space.d).map(|x| x.iter().map(|&c| space.value(c)).collect()).collect(),
         total_variation: total_variation(&stat, &pi),
         target_residual: stationarity_residual(&pi, &p),
         solve_residual: stationarity_residual(&stat, &p),
         detailed_balance_residual: detailed_balance_residual(&pi, &p),
+        mixing_kernel,
+        mixing: mixing(&p, &stat),
         target: pi,
         stationary: stat,
     })
@@ -541,6 +667,168 @@ mod tests {
             let lu = l1_distance(&stationary_lu(&p).unwrap(), &closed);
             eprintln!("α = {alpha}: GTH error {err:e}, LU error {lu:e}");
         }
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() < tol
+    }
+
+    #[test]
+    fn mixing_of_a_two_state_chain_has_lambda_2_equal_to_1_minus_a_minus_b() {
+        // P = [[1−a, a], [b, 1−b]]: eigenvalues 1 and 1 − a − b, π = (b, a)/(a + b).
+        for (a, b) in [(0.3, 0.1), (0.9, 0.8), (0.05, 0.02)] {
+            let p = DMatrix::from_row_slice(2, 2, &[1.0 - a, a, b, 1.0 - b]);
+            let pi = [b / (a + b), a / (a + b)];
+            let l2: f64 = 1.0 - a - b;
+            let m = mixing(&p, &pi);
+            assert!(m.reversible, "{m:?}");
+            assert!(close(m.gap.unwrap(), a + b, 1e-14), "{m:?}");
+            assert!(close(m.abs_gap.unwrap(), 1.0 - l2.abs(), 1e-14), "{m:?}");
+            assert!(close(m.slem.unwrap(), l2.abs(), 1e-14), "{m:?}");
+            assert!(close(m.relaxation_time.unwrap(), 1.0 / (1.0 - l2.abs()), 1e-10), "{m:?}");
+            let g = mixing_general(&p);
+            assert!(!g.reversible && g.gap.is_none() && close(g.slem.unwrap(), l2.abs(), 1e-14), "{g:?}");
+        }
+    }
+
+    #[test]
+    fn mixing_of_a_three_cycle_uses_the_complex_spectrum() {
+        // Lazy 3-cycle P = (1 − q)I + qC (C: 0 → 1 → 2 → 0): π uniform, not reversible,
+        // eigenvalues 1 − q + q·ω^k with ω = e^{2πi/3}; |λ|² = (1 − 3q/2)² + 3q²/4.
+        let pi = [1.0 / 3.0; 3];
+        for q in [0.5, 0.2, 0.9] {
+            let p = DMatrix::from_fn(3, 3, |i, j| {
+                if i == j {
+                    1.0 - q
+                } else if j == (i + 1) % 3 {
+                    q
+                } else {
+                    0.0
+                }
+            });
+            let ev = general_eigenvalues(&p);
+            assert!(close(ev[0].re, 1.0, 1e-14) && close(ev[0].im, 0.0, 1e-14), "{ev:?}");
+            let (re, im) = (1.0 - 1.5 * q, q * 3f64.sqrt() / 2.0);
+            for z in &ev[1..] {
+                assert!(close(z.re, re, 1e-14) && close(z.im.abs(), im, 1e-14), "q = {q}: {ev:?}");
+            }
+            assert!(ev[1].im * ev[2].im < 0.0, "a conjugate pair: {ev:?}");
+            let m = mixing(&p, &pi);
+            let slem = (re * re + im * im).sqrt();
+            assert!(!m.reversible && m.gap.is_none() && m.abs_gap.is_none(), "{m:?}");
+            assert!(close(m.slem.unwrap(), slem, 1e-14), "q = {q}: {m:?}");
+            assert!(close(m.relaxation_time.unwrap(), 1.0 / (1.0 - slem), 1e-12), "{m:?}");
+        }
+        // The pure cycle (q = 1) is periodic: |ω| = 1, no relaxation.
+        let c = DMatrix::from_row_slice(3, 3, &[0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+        let m = mixing(&c, &pi);
+        assert!(close(m.slem.unwrap(), 1.0, 1e-14) && m.relaxation_time.is_none(), "{m:?}");
+        // Above the general-path limit a non-reversible kernel gets no rates (no eigensolve).
+        let n = MAX_GENERAL_EIGEN_STATES + 1;
+        let big = DMatrix::from_fn(n, n, |i, j| if j == (i + 1) % n || i == j { 0.5 } else { 0.0 });
+        let m = mixing(&big, &vec![1.0 / n as f64; n]);
+        assert_eq!(m, Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None });
+    }
+
+    /// P_1 ⊗ P_2 ⊗ ⋯ for the first coordinate most significant (as `index_of_state`).
+    fn kron(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+        a.kronecker(b)
+    }
+
+    #[test]
+    fn random_scan_on_independent_coordinates_has_gap_min_over_d() {
+        // Random-scan Gibbs on d independent bits: each coordinate's kernel resamples from its
+        // marginal (rank one, eigenvalues 1, 0), so P = (1/d)Σ_i I ⊗ ⋯ ⊗ Π_i ⊗ ⋯ ⊗ I has
+        // eigenvalues 1 − k/d, k = 0..d, with multiplicity C(d, k): gap = abs gap = 1/d.
+        let d = 3;
+        let t = Quadratic::new(Space::binary(d), vec![0.0; d * d], vec![0.4, -1.1, 0.7]);
+        let gibbs = dlp_samplers::build_sampler("gibbs", &Default::default()).unwrap();
+        let p = cycle_matrix(&t, gibbs.as_ref()).unwrap();
+        let pi = crate::probabilities(&t).unwrap();
+        let m = mixing(&p, &pi);
+        assert!(m.reversible, "{m:?}");
+        assert!(close(m.gap.unwrap(), 1.0 / 3.0, 1e-12) && close(m.abs_gap.unwrap(), 1.0 / 3.0, 1e-12), "{m:?}");
+        assert!(close(m.relaxation_time.unwrap(), 3.0, 1e-10), "{m:?}");
+        let ev = symmetrised_eigenvalues(&p, &pi);
+        let expect = [1.0, 2.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.0];
+        assert!(ev.iter().zip(expect).all(|(a, b)| close(*a, b, 1e-12)), "{ev:?}");
+
+        // Product chain of lazy two-state kernels K_i (λ = 1 − a_i − b_i): random scan has
+        // eigenvalues (1/d)Σ_i μ_i, μ_i ∈ {1, 1 − a_i − b_i}, so gap = min_i (a_i + b_i) / d.
+        let ab = [(0.1, 0.2), (0.05, 0.1), (0.3, 0.25)];
+        let ks: Vec<DMatrix<f64>> =
+            ab.iter().map(|&(a, b)| DMatrix::from_row_slice(2, 2, &[1.0 - a, a, b, 1.0 - b])).collect();
+        let eye = DMatrix::<f64>::identity(2, 2);
+        let mut p = DMatrix::zeros(8, 8);
+        for i in 0..d {
+            let f = |j: usize| if j == i { ks[j].clone() } else { eye.clone() };
+            p += kron(&kron(&f(0), &f(1)), &f(2)) / d as f64;
+        }
+        let pis: Vec<[f64; 2]> = ab.iter().map(|&(a, b)| [b / (a + b), a / (a + b)]).collect();
+        let pi: Vec<f64> = (0..8).map(|s| (0..d).map(|i| pis[i][(s >> (d - 1 - i)) & 1]).product()).collect();
+        let m = mixing(&p, &pi);
+        let gap = ab.iter().map(|(a, b)| a + b).fold(f64::INFINITY, f64::min) / d as f64;
+        assert!(m.reversible && close(m.gap.unwrap(), gap, 1e-14), "{m:?} vs {gap}");
+        // All μ_i > 0, so λ_min > 0 and the absolute gap is the gap.
+        assert!(close(m.abs_gap.unwrap(), gap, 1e-14) && close(m.relaxation_time.unwrap(), 1.0 / gap, 1e-10));
+    }
+
+    #[test]
+    fn symmetric_and_general_paths_agree_on_reversible_kernels() {
+        let t = Quadratic::spec_tiny();
+        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: None };
+        // 32 states (the general path is slow in debug builds).
+        let w: Vec<f64> =
+            (0..25).map(|k| if k / 5 == k % 5 { 0.0 } else { 0.3 * ((k / 5 + k % 5) as f64).sin() }).collect();
+        let five = Quadratic::new(Space::binary(5), w, vec![0.2, -0.4, 0.1, 0.6, -0.3]);
+        let cat = PairwiseCategorical::spec_small();
+        let mut cases: Vec<(DMatrix<f64>, Vec<f64>)> = vec![];
+        let none = dlp_samplers::SamplerParams::default();
+        for (target, name, params) in [
+            (&t as &dyn Target, "dmala", &params),
+            (&t, "gibbs", &none),
+            (&t, "lb", &none),
+            (&five, "dmala", &params),
+            (&cat, "gibbs", &none),
+        ] {
+            let s = dlp_samplers::build_sampler(name, params).unwrap();
+            let p = cycle_matrix(target, s.as_ref()).unwrap();
+            cases.push((p, crate::probabilities(target).unwrap()));
+        }
+        // DULA is reversible for its own law π_α on a log-quadratic target (spec §4.2).
+        let p = kernel_matrix(&t, dula(0.5).as_ref(), 0).unwrap();
+        cases.push((p, dula_closed_form(&t, 0.5, None).unwrap()));
+        for (k, (p, pi)) in cases.iter().enumerate() {
+            let sym = mixing(p, pi);
+            assert!(sym.reversible, "case {k}: {sym:?}");
+            let general = mixing_general(p);
+            assert!(close(sym.slem.unwrap(), general.slem.unwrap(), 1e-10), "case {k}: {sym:?} vs {general:?}");
+            let ev = general_eigenvalues(p);
+            assert!(ev.iter().all(|z| z.im.abs() < 1e-10), "case {k}: complex eigenvalues {ev:?}");
+            let mut re: Vec<f64> = ev.iter().map(|z| z.re).collect();
+            re.sort_by(|a, b| b.total_cmp(a));
+            let s = symmetrised_eigenvalues(p, pi);
+            let worst = re.iter().zip(&s).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(worst < 1e-10, "case {k}: spectra differ by {worst:e}");
+        }
+        // A systematic sweep (product of reversible phases) is not reversible.
+        let sweep = dlp_samplers::build_sampler("gibbs-sweep", &none).unwrap();
+        let p = cycle_matrix(&t, sweep.as_ref()).unwrap();
+        let m = mixing(&p, &stationary(&p).unwrap());
+        assert!(!m.reversible && m.slem.unwrap() < 1.0, "{m:?}");
+    }
+
+    #[test]
+    fn exact_report_names_the_mixing_kernel() {
+        let t = Quadratic::spec_tiny();
+        let sweep = dlp_samplers::build_sampler("gibbs-sweep", &Default::default()).unwrap();
+        let r = exact_report(&t, sweep.as_ref()).unwrap();
+        assert_eq!(r.n_phases, 3);
+        assert!(r.mixing_kernel.contains("one sweep") && r.mixing_kernel.contains("3 phase"), "{}", r.mixing_kernel);
+        assert_eq!(r.mixing, mixing(&cycle_matrix(&t, sweep.as_ref()).unwrap(), &r.stationary));
+        let r = exact_report(&t, dula(0.5).as_ref()).unwrap();
+        assert_eq!(r.mixing_kernel, "P: one step");
+        assert!(r.mixing.reversible && r.mixing.gap.unwrap() > 0.0, "{:?}", r.mixing);
     }
 
     #[test]
