@@ -468,28 +468,53 @@ fn dlmc_flip_probs(x: &[u32], g: &[f64], h: f64) -> Vec<f64> {
         .collect()
 }
 
-/// `dlmc` (`mh = true`) and `dlmcf` (Sun et al. 2023, arXiv:2206.14897): every bit flips
-/// independently with its [`dlmc_flip_probs`] probability; `dlmc` accepts y ≠ x with
-/// min(1, π(y)q(x|y)/(π(x)q(y|x))), the rest on the diagonal. Binary/spin only.
+/// Categorical DLMC (one-hot gradient G, d × K): coordinate i is a K-state continuous-time
+/// chain with rates a → b of √(exp(G_{i,b} − G_{i,a})) (the linearised ratio, √ balancing),
+/// the diagonal minus the row sums; after time h it is at v with probability exp(hQ_i)[x_i][v],
+/// computed here with nalgebra's matrix exponential. Returns the laws, d × K.
+fn dlmc_categorical_laws(x: &[u32], g: &[f64], k: usize, h: f64) -> Vec<Vec<f64>> {
+    (0..x.len())
+        .map(|i| {
+            let gi = &g[i * k..(i + 1) * k];
+            let mut q = DMatrix::from_fn(k, k, |a, b| if a == b { 0.0 } else { (gi[b] - gi[a]).exp().sqrt() });
+            for a in 0..k {
+                let out: f64 = (0..k).filter(|&b| b != a).map(|b| q[(a, b)]).sum();
+                q[(a, a)] = -out;
+            }
+            let e = (q * h).exp();
+            (0..k).map(|v| e[(x[i] as usize, v)]).collect()
+        })
+        .collect()
+}
+
+/// `dlmc` (`mh = true`) and `dlmcf` (Sun et al. 2023, arXiv:2206.14897): the coordinates move
+/// independently (binary/spin: bit i flips with its [`dlmc_flip_probs`] probability;
+/// categorical: [`dlmc_categorical_laws`]); `dlmc` accepts y ≠ x with
+/// min(1, π(y)q(x|y)/(π(x)q(y|x))), the rest on the diagonal. Not for ordinal spaces.
 pub fn dlmc(target: &dyn Target, h: f64, mh: bool) -> Result<DMatrix<f64>, ExactError> {
     let t = Table::new(target)?;
-    if !t.space.is_binary_like() {
-        return Err(ExactError::Assumption("dlmc reference: binary or spin spaces only".into()));
+    if t.space.kind == DomainKind::Ordinal {
+        return Err(ExactError::Assumption("dlmc reference: binary, spin or categorical spaces only".into()));
     }
     let n = t.n();
-    let flips: Vec<Vec<f64>> = t
+    // laws[a][i][v]: probability that coordinate i of state a becomes v.
+    let laws: Vec<Vec<Vec<f64>>> = t
         .states
         .iter()
         .map(|x| {
             let mut g = vec![0.0; t.space.grad_len()];
             target.log_density_grad(x, &mut g);
-            dlmc_flip_probs(x, &g, h)
+            if t.space.is_binary_like() {
+                let flips = dlmc_flip_probs(x, &g, h);
+                (0..x.len())
+                    .map(|i| if x[i] == 0 { vec![1.0 - flips[i], flips[i]] } else { vec![flips[i], 1.0 - flips[i]] })
+                    .collect()
+            } else {
+                dlmc_categorical_laws(x, &g, t.space.k(), h)
+            }
         })
         .collect();
-    let q = |a: usize, b: usize| -> f64 {
-        let (x, y) = (&t.states[a], &t.states[b]);
-        (0..x.len()).map(|i| if x[i] != y[i] { flips[a][i] } else { 1.0 - flips[a][i] }).product()
-    };
+    let q = |a: usize, b: usize| -> f64 { product_prob(&laws[a], &t.states[b]) };
     let mut p = DMatrix::zeros(n, n);
     for a in 0..n {
         let mut off = 0.0;

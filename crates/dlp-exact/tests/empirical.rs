@@ -41,7 +41,7 @@ fn small_rbm() -> dlp_models::Rbm {
 fn targets(case: &Case) -> Vec<Box<dyn Target>> {
     match case.name {
         "block-gibbs" => vec![Box::new(small_rbm())],
-        "lb" | "gwg-2" | "gwg-3" | "pas-1" | "dlmc" | "dlmcf" => vec![Box::new(Quadratic::spec_tiny())],
+        "lb" | "gwg-2" | "gwg-3" | "pas-1" => vec![Box::new(Quadratic::spec_tiny())],
         // pas-3 flips exactly 3 sites: on the 3 sites of §4.3 that is the complement, a chain
         // that never leaves {x, complement}; on 4 sites it is irreducible.
         "pas-3" => vec![Box::new(binary_quadratic_4())],

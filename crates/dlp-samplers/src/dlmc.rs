@@ -1,6 +1,6 @@
 //! `dlmc` and `dlmcf`: discrete Langevin Monte Carlo (Sun, Dai, Dai, Zhou & Schuurmans,
 //! "Discrete Langevin Sampler via Wasserstein Gradient Flow", AISTATS 2023, arXiv:2206.14897),
-//! binary and spin targets.
+//! binary, spin and categorical targets.
 //!
 //! The proposal (the paper's DLMC, "a factorized estimate of the transition matrix"):
 //! simulate for time h the continuous-time Markov jump process whose jump rates are the locally balanced weights g(π(y)/π(x)) of the first-order Taylor
@@ -33,14 +33,24 @@
 //! Logs are stable: log p_i = log σ(δ_i) + log(1 − e^{−h R_i}) with R_i = 2 cosh(δ_i/2), and
 //! log(1 − p_i) = logaddexp(log σ(−δ_i), log σ(δ_i) − h R_i).
 //!
-//! Not implemented: categorical and ordinal domains (`start` returns
-//! `SamplerError::Unsupported`; the code's categorical version uses a per-state interpolation
-//! rather than the exact K-state matrix exponential), the adaptive τ schedule.
+//! Categorical spaces (one-hot gradient G, d × K): the same linearisation gives coordinate i
+//! its own K-state chain with rates a → b of √(e^{G_{i,b} − G_{i,a}}) = e^{(G_{i,b} − G_{i,a})/2}
+//! (the gradient frozen at x), Q_i = rates with −(row sums) on the diagonal; the coordinate moves
+//! from c = x_i to v with probability exp(hQ_i)[c][v]. Here exp(hQ_i) is computed exactly
+//! (scaling and squaring with a 20-term Taylor series, [`expm`]), K×K per coordinate. This
+//! departs from the official code, whose `CategoricalDLMC` uses the per-state interpolation
+//! ν_v(1 − exp(−τ w_v/ν_v)) (ν = softmax of the first-order differences) and renormalises;
+//! both leave π invariant under the MH step, but their `dlmcf` laws differ.
+//!
+//! Not implemented: ordinal domains (`start` returns `SamplerError::Unsupported`), the
+//! adaptive τ schedule.
 
-use crate::proposal::{accept_prob, mh_accept};
+use crate::proposal::{accept_prob, inverse_cdf, mh_accept};
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::math::log_sigmoid;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{
+    Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
+};
 use rand::RngExt;
 
 /// log(1 − e^{−a}) for a ≥ 0 (−∞ at 0), stable at both ends.
@@ -73,6 +83,106 @@ pub fn flip_log_probs(h: f64, x: &[u32], grad: &[f64], log_p: &mut [f64], log_ke
 #[inline]
 pub fn log_prob(x: &[u32], y: &[u32], log_p: &[f64], log_keep: &[f64]) -> f64 {
     (0..x.len()).map(|i| if x[i] != y[i] { log_p[i] } else { log_keep[i] }).sum()
+}
+
+/// exp(A) of the K×K matrix `a` (row-major): scaling and squaring, A/2^s with ‖A/2^s‖∞ ≤ ½,
+/// then a 20-term Taylor series (remainder < 1e−25 relative) squared s times. A non-finite
+/// entry gives a NaN matrix.
+pub fn expm(a: &[f64], k: usize) -> Vec<f64> {
+    let norm = (0..k).map(|r| a[r * k..(r + 1) * k].iter().map(|v| v.abs()).sum::<f64>()).fold(0.0, f64::max);
+    if !norm.is_finite() {
+        return vec![f64::NAN; k * k];
+    }
+    let (mut s, mut scale) = (0u32, 1.0);
+    while norm * scale > 0.5 {
+        scale *= 0.5;
+        s += 1;
+    }
+    let b: Vec<f64> = a.iter().map(|v| v * scale).collect();
+    let matmul = |x: &[f64], y: &[f64]| -> Vec<f64> {
+        let mut out = vec![0.0; k * k];
+        for r in 0..k {
+            for m in 0..k {
+                let xv = x[r * k + m];
+                for c in 0..k {
+                    out[r * k + c] += xv * y[m * k + c];
+                }
+            }
+        }
+        out
+    };
+    let mut result = vec![0.0; k * k];
+    for r in 0..k {
+        result[r * k + r] = 1.0;
+    }
+    let mut term = result.clone();
+    for j in 1..=20 {
+        term = matmul(&term, &b);
+        term.iter_mut().for_each(|v| *v /= j as f64);
+        result.iter_mut().zip(&term).for_each(|(r, t)| *r += t);
+    }
+    for _ in 0..s {
+        result = matmul(&result, &result);
+    }
+    result
+}
+
+/// The law of the next value of one categorical coordinate at value `c`, from its gradient row
+/// `g` (length K) and time `h`: `out[v]` = log exp(hQ)[c][v] with Q's off-diagonal rates
+/// e^{(g_b − g_a)/2} (module docs); entries that rounding left ≤ 0 get −∞.
+pub fn categorical_log_law(h: f64, g: &[f64], c: usize, out: &mut [f64]) {
+    let k = g.len();
+    let mut a = vec![0.0; k * k];
+    for r in 0..k {
+        let mut total = 0.0;
+        for b in (0..k).filter(|&b| b != r) {
+            let rate = (0.5 * (g[b] - g[r])).exp();
+            a[r * k + b] = h * rate;
+            total += rate;
+        }
+        a[r * k + r] = -h * total;
+    }
+    let e = expm(&a, k);
+    for (v, o) in out.iter_mut().enumerate() {
+        let p = e[c * k + v];
+        *o = if p > 0.0 {
+            p.ln()
+        } else if p.is_nan() {
+            f64::NAN
+        } else {
+            f64::NEG_INFINITY
+        };
+    }
+}
+
+/// Proposal entries per coordinate: 1 (binary/spin: `log_p`, `log_keep`) or K (categorical:
+/// `log_p` holds the d × K log-laws, `log_keep` is unused).
+fn width(space: &Space) -> usize {
+    if space.is_binary_like() { 1 } else { space.k() }
+}
+
+/// The proposal at `x` from `grad` (binary: [`flip_log_probs`]; categorical:
+/// [`categorical_log_law`] per coordinate). `step` and the exact kernel both call it.
+pub fn proposal_laws(h: f64, space: &Space, x: &[u32], grad: &[f64], log_p: &mut [f64], log_keep: &mut [f64]) {
+    if space.is_binary_like() {
+        flip_log_probs(h, x, grad, log_p, log_keep);
+    } else {
+        let k = space.k();
+        for i in 0..space.d {
+            categorical_log_law(h, &grad[i * k..(i + 1) * k], x[i] as usize, &mut log_p[i * k..(i + 1) * k]);
+        }
+    }
+}
+
+/// log q(y|x) from the laws at x, any supported space.
+#[inline]
+pub fn space_log_prob(space: &Space, x: &[u32], y: &[u32], log_p: &[f64], log_keep: &[f64]) -> f64 {
+    if space.is_binary_like() {
+        log_prob(x, y, log_p, log_keep)
+    } else {
+        let k = space.k();
+        y.iter().enumerate().map(|(i, &v)| log_p[i * k + v as usize]).sum()
+    }
 }
 
 /// DLMC (`mh`) or DLMCF (unadjusted) with time h.
@@ -114,44 +224,54 @@ impl Sampler for Dlmc {
 
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
         let space = target.space();
-        if !space.is_binary_like() {
+        if space.kind == dlp_core::DomainKind::Ordinal {
             return Err(SamplerError::Unsupported {
                 sampler: self.name(),
                 message: format!(
-                    "domain {:?}: {} is implemented for binary and spin spaces only",
+                    "domain {:?}: {} is implemented for binary, spin and categorical spaces only",
                     space.kind, self.name
                 ),
             });
         }
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let d = space.d;
+        let (d, w, gl) = (space.d, width(space), space.grad_len());
         let n = x0.len() / d;
         if n == 0 {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
+        let keep = if space.is_binary_like() { d } else { 0 };
         let mut c = DlmcChains {
             target,
             h: self.h,
             mh: self.mh,
             n,
             d,
+            w,
+            gl,
+            keep,
             x: x0.to_vec(),
             f: vec![0.0; n],
-            grad: vec![0.0; n * d],
-            log_p: vec![0.0; n * d],
-            log_keep: vec![0.0; n * d],
+            grad: vec![0.0; n * gl],
+            log_p: vec![0.0; n * d * w],
+            log_keep: vec![0.0; n * keep],
             y: vec![0; n * d],
             n_prop: vec![0; n],
             batch_x: vec![0; n * d],
             batch_f: vec![0.0; n],
-            batch_g: vec![0.0; n * d],
-            y_log_p: vec![0.0; d],
-            y_log_keep: vec![0.0; d],
+            batch_g: vec![0.0; n * gl],
+            y_log_p: vec![0.0; d * w],
+            y_log_keep: vec![0.0; keep],
         };
         target.log_density_grad_batch(&c.x, &mut c.f, &mut c.grad);
         for j in 0..n {
-            let r = j * d..(j + 1) * d;
-            flip_log_probs(self.h, &c.x[r.clone()], &c.grad[r.clone()], &mut c.log_p[r.clone()], &mut c.log_keep[r]);
+            proposal_laws(
+                self.h,
+                space,
+                &c.x[j * d..(j + 1) * d],
+                &c.grad[j * gl..(j + 1) * gl],
+                &mut c.log_p[j * d * w..(j + 1) * d * w],
+                &mut c.log_keep[j * keep..(j + 1) * keep],
+            );
         }
         Ok(Box::new(c))
     }
@@ -165,16 +285,17 @@ impl ExactKernel for Dlmc {
     /// DLMCF: every y with q(y|x). DLMC: y ≠ x with q(y|x)·min(1, e^A), x with the rest.
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
         let space = target.space();
-        let d = space.d;
-        let mut grad = vec![0.0; d];
+        let (d, w, gl) = (space.d, width(space), space.grad_len());
+        let keep = if space.is_binary_like() { d } else { 0 };
+        let mut grad = vec![0.0; gl];
         let f_x = target.log_density_grad(x, &mut grad);
-        let (mut lp, mut lk) = (vec![0.0; d], vec![0.0; d]);
-        flip_log_probs(self.h, x, &grad, &mut lp, &mut lk);
-        let (mut gy, mut lpy, mut lky) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+        let (mut lp, mut lk) = (vec![0.0; d * w], vec![0.0; keep]);
+        proposal_laws(self.h, space, x, &grad, &mut lp, &mut lk);
+        let (mut gy, mut lpy, mut lky) = (vec![0.0; gl], vec![0.0; d * w], vec![0.0; keep]);
         let mut row = Vec::new();
         let mut stay = 0.0;
         crate::dlp::for_each_state(space, |y| {
-            let fwd = log_prob(x, y, &lp, &lk);
+            let fwd = space_log_prob(space, x, y, &lp, &lk);
             let q = fwd.exp();
             if y == x {
                 stay += q;
@@ -184,8 +305,8 @@ impl ExactKernel for Dlmc {
                 }
             } else if q > 0.0 {
                 let f_y = target.log_density_grad(y, &mut gy);
-                flip_log_probs(self.h, y, &gy, &mut lpy, &mut lky);
-                let rev = log_prob(y, x, &lpy, &lky);
+                proposal_laws(self.h, space, y, &gy, &mut lpy, &mut lky);
+                let rev = space_log_prob(space, y, x, &lpy, &lky);
                 let a = accept_prob(crate::dlp::log_accept_ratio(f_x, f_y, fwd, rev));
                 if q * a > 0.0 {
                     row.push((y.to_vec(), q * a));
@@ -200,13 +321,19 @@ impl ExactKernel for Dlmc {
     }
 }
 
-/// Running DLMC/DLMCF chains: positions, f, ∇f and the flip laws per chain, plus scratch.
+/// Running DLMC/DLMCF chains: positions, f, ∇f and the proposal laws per chain, plus scratch.
 struct DlmcChains<'t> {
     target: &'t dyn Target,
     h: f64,
     mh: bool,
     n: usize,
     d: usize,
+    /// Law entries per coordinate ([`width`]).
+    w: usize,
+    /// Gradient length per state.
+    gl: usize,
+    /// `log_keep` entries per state (d for binary/spin, 0 for categorical).
+    keep: usize,
     x: Vec<u32>,
     f: Vec<f64>,
     grad: Vec<f64>,
@@ -234,22 +361,33 @@ impl Chains for DlmcChains<'_> {
         Some(&self.f)
     }
 
-    /// Per chain: d uniforms (flip i iff u_i < p_i), then (DLMC, if something flipped) one
-    /// uniform for the MH test. Proposals equal to x are not evaluated (A = 0, no draw).
+    /// Per chain: d uniforms (binary: flip i iff u_i < p_i; categorical: inverse CDF of
+    /// coordinate i's law), then (DLMC, if something moved) one uniform for the MH test.
+    /// Proposals equal to x are not evaluated (A = 0, no draw).
     // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
     #[allow(clippy::needless_range_loop)]
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let d = self.d;
+        let space = self.target.space();
+        let (d, w, gl, keep) = (self.d, self.w, self.gl, self.keep);
         let mut m = 0;
         for j in 0..self.n {
-            let r = j * d..(j + 1) * d;
-            let (x, y, lp) = (&self.x[r.clone()], &mut self.y[r.clone()], &self.log_p[r]);
+            let x = &self.x[j * d..(j + 1) * d];
+            let y = &mut self.y[j * d..(j + 1) * d];
+            let lp = &self.log_p[j * d * w..(j + 1) * d * w];
             let mut k = 0;
             for i in 0..d {
                 let u: f64 = rngs[j].random();
-                let flip = u < lp[i].exp();
-                y[i] = x[i] ^ flip as u32;
-                k += flip as u32;
+                if w == 1 {
+                    let flip = u < lp[i].exp();
+                    y[i] = x[i] ^ flip as u32;
+                } else {
+                    let law = lp[i * w..(i + 1) * w].iter().map(|l| l.exp());
+                    // Rounding left u ≥ 0 after the whole row: the last value with positive mass.
+                    y[i] = inverse_cdf(law.clone(), u)
+                        .unwrap_or_else(|| law.clone().rposition(|p| p > 0.0).unwrap_or(x[i] as usize))
+                        as u32;
+                }
+                k += (y[i] != x[i]) as u32;
             }
             self.n_prop[j] = k;
             if k > 0 {
@@ -262,7 +400,7 @@ impl Chains for DlmcChains<'_> {
                 &self.batch_x[..m * d],
                 Batch::Full,
                 &mut self.batch_f[..m],
-                Some(&mut self.batch_g[..m * d]),
+                Some(&mut self.batch_g[..m * gl]),
             )?;
         }
         let mut b = 0;
@@ -272,26 +410,26 @@ impl Chains for DlmcChains<'_> {
                 info[j] = StepInfo::stayed();
                 continue;
             }
-            let r = j * d..(j + 1) * d;
+            let (r, rw, rk) = (j * d..(j + 1) * d, j * d * w..(j + 1) * d * w, j * keep..(j + 1) * keep);
             let y = &self.batch_x[b * d..(b + 1) * d];
-            let g_y = &self.batch_g[b * d..(b + 1) * d];
+            let g_y = &self.batch_g[b * gl..(b + 1) * gl];
             let f_y = self.batch_f[b];
             b += 1;
-            flip_log_probs(self.h, y, g_y, &mut self.y_log_p, &mut self.y_log_keep);
+            proposal_laws(self.h, space, y, g_y, &mut self.y_log_p, &mut self.y_log_keep);
             let (accepted, p_acc) = if self.mh {
                 let x = &self.x[r.clone()];
-                let fwd = log_prob(x, y, &self.log_p[r.clone()], &self.log_keep[r.clone()]);
-                let rev = log_prob(y, x, &self.y_log_p, &self.y_log_keep);
+                let fwd = space_log_prob(space, x, y, &self.log_p[rw.clone()], &self.log_keep[rk.clone()]);
+                let rev = space_log_prob(space, y, x, &self.y_log_p, &self.y_log_keep);
                 mh_accept(crate::dlp::log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
             } else {
                 (true, 1.0)
             };
             if accepted {
-                self.x[r.clone()].copy_from_slice(y);
+                self.x[r].copy_from_slice(y);
                 self.f[j] = f_y;
-                self.grad[r.clone()].copy_from_slice(g_y);
-                self.log_p[r.clone()].copy_from_slice(&self.y_log_p);
-                self.log_keep[r].copy_from_slice(&self.y_log_keep);
+                self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
+                self.log_p[rw].copy_from_slice(&self.y_log_p);
+                self.log_keep[rk].copy_from_slice(&self.y_log_keep);
             }
             info[j] = StepInfo::evaluated(accepted, p_acc, k);
         }
@@ -335,6 +473,36 @@ mod tests {
     }
 
     #[test]
+    fn categorical_law_is_the_matrix_exponential() {
+        // K = 2: the two-state closed form; K = 4: rows of exp(hQ) sum to 1, and the
+        // K = 2 law of a binary coordinate equals the flip law with δ = g_1 − g_0.
+        let (h, g) = (0.7, [0.3, 1.1]);
+        let mut out = [0.0; 2];
+        categorical_log_law(h, &g, 0, &mut out);
+        let (mut lp, mut lk) = ([0.0], [0.0]);
+        flip_log_probs(h, &[0], &[g[1] - g[0]], &mut lp, &mut lk);
+        assert!((out[1].exp() - lp[0].exp()).abs() < 1e-15 && (out[0].exp() - lk[0].exp()).abs() < 1e-15);
+        let g4 = [0.5, -2.0, 3.0, 0.1];
+        for c in 0..4 {
+            let mut law = [0.0; 4];
+            categorical_log_law(2.5, &g4, c, &mut law);
+            assert!((law.iter().map(|l| l.exp()).sum::<f64>() - 1.0).abs() < 1e-13, "{law:?}");
+        }
+        // exp of a diagonal matrix.
+        let e = expm(&[1.0, 0.0, 0.0, -30.0], 2);
+        assert!((e[0] / 1f64.exp() - 1.0).abs() < 1e-13 && (e[3] / (-30f64).exp() - 1.0).abs() < 1e-12 && e[1] == 0.0);
+    }
+
+    #[test]
+    fn categorical_dlmc_is_exact() {
+        let t = PairwiseCategorical::spec_small();
+        check_exact(&Dlmc::new(true, 0.5).unwrap(), &t, true);
+        check_exact(&Dlmc::new(true, 3.0).unwrap(), &t, true);
+        empirical_check(&Dlmc::new(true, 0.8).unwrap(), &t, &[1, 2], 20_000, 19);
+        empirical_check(&Dlmc::new(false, 0.8).unwrap(), &t, &[0, 1], 20_000, 20);
+    }
+
+    #[test]
     fn step_follows_transition_row() {
         let q = Quadratic::spec_tiny();
         empirical_check(&Dlmc::new(true, 0.5).unwrap(), &q, &[1, 0, 1], 20_000, 17);
@@ -342,10 +510,11 @@ mod tests {
     }
 
     #[test]
-    fn bad_parameters_and_categorical_targets_are_refused() {
+    fn bad_parameters_and_ordinal_targets_are_refused() {
         assert!(Dlmc::new(true, 0.0).is_err());
         assert!(Dlmc::new(false, f64::NAN).is_err());
-        let e = Dlmc::new(true, 0.5).unwrap().start(&PairwiseCategorical::spec_small(), &[0, 0]).err().unwrap();
+        let ord = Quadratic::new(dlp_core::Space::ordinal(1, vec![0, 1, 3]), vec![0.0], vec![0.2]);
+        let e = Dlmc::new(true, 0.5).unwrap().start(&ord, &[0]).err().unwrap();
         assert!(matches!(e, SamplerError::Unsupported { .. }), "{e}");
     }
 }

@@ -384,8 +384,8 @@ pub static REGISTRY: &[SamplerSpec] = &[
         numbers: &[],
         params: &[STEP_SIZE],
         build: crate::dlmc::Dlmc::build,
-        doc: "discrete Langevin Monte Carlo: per-bit two-state jump process (√ locally balanced \
-              rates of the linearised f) run for time h, Metropolis-adjusted; binary/spin",
+        doc: "discrete Langevin Monte Carlo: per-coordinate jump process (√ locally balanced \
+              rates of the linearised f) run for time h, Metropolis-adjusted; binary/spin/categorical",
         paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
         exact: true,
         needs_data: false,
@@ -397,7 +397,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         numbers: &[],
         params: &[STEP_SIZE],
         build: crate::dlmc::Dlmc::build,
-        doc: "DLMC without the MH correction (unadjusted); binary/spin",
+        doc: "DLMC without the MH correction (unadjusted); binary/spin/categorical",
         paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
         exact: false,
         needs_data: false,
