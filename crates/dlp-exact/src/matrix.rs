@@ -196,8 +196,9 @@ pub fn detailed_balance_residual(pi: &[f64], p: &DMatrix<f64>) -> f64 {
 pub const REVERSIBLE_TOL: f64 = 1e-10;
 
 /// Largest non-reversible matrix whose spectrum [`mixing`] computes. nalgebra's real Schur
-/// (unblocked, one thread) took 7.5 s at 1024 states and did not finish in 16 minutes at
-/// 4096 (README, "Dependency notes"); the symmetric path has no limit (about 0.2 s at 1024).
+/// (unblocked, one thread) took 7.5 s at 1024 states, 100 s at 2048 and did not finish in 16
+/// minutes at 4096 (README, "Dependency notes"); the symmetric path has no limit (0.2 s at
+/// 1024, 130 s at 4096).
 pub const MAX_GENERAL_EIGEN_STATES: usize = 1024;
 
 /// Exact mixing rates of a transition matrix P with stationary law π (see [`mixing`]).
