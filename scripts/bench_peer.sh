@@ -4,7 +4,9 @@
 # Order: rust (fast + generic paths), peer run_all.sh, rust again — so that load drift on
 # this shared machine shows up as the spread between our two passes. Writes
 #   OUTDIR/{rust.jsonl, peer.jsonl, summary.md, speedup.md, bench.csv, bench.json, ns_per_spin.svg}
-# PEER_DIR (default ../shared/peer next to the checkout) holds the peer harness.
+# PEER_DIR must name the peer harness (a port of the official code with run_all.sh, setup.sh,
+# summarize.py); it is not part of the repository, so there is no default. Without it, run
+# our side alone: `dlp bench [--quick] --path both --out FILE`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 quick=() out="$root/results/bench"
@@ -15,8 +17,12 @@ for a in "$@"; do
     *) out="$a" ;;
   esac
 done
-peer="${PEER_DIR:-$root/../shared/peer}"
-[ -f "$peer/run_all.sh" ] || { echo "error: peer harness not found in $peer (set PEER_DIR)" >&2; exit 2; }
+if [ -z "${PEER_DIR:-}" ]; then
+  echo "error: set PEER_DIR to the peer harness (not in the repository); our side alone: cargo run --release -p dlp-cli -- bench --path both" >&2
+  exit 2
+fi
+peer="$PEER_DIR"
+[ -f "$peer/run_all.sh" ] || { echo "error: peer harness not found in $peer (PEER_DIR)" >&2; exit 2; }
 mkdir -p "$out"
 start=$(date +%s)
 (cd "$root" && cargo build --release --quiet -p dlp-cli)
