@@ -148,9 +148,7 @@ impl ModelSamplerArgs {
         match self.step_size {
             Some(StepSize::Auto) => true,
             Some(StepSize::Fixed(_)) => false,
-            None => dlp_samplers::registry::find(&self.sampler).is_some_and(|(spec, _)| {
-                spec.exact && !spec.needs_data && spec.takes(dlp_samplers::registry::Param::StepSize)
-            }),
+            None => dlp_samplers::registry::find(&self.sampler).is_some_and(|(spec, _)| spec.adapts_step_size()),
         }
     }
 

@@ -13,7 +13,6 @@
 use crate::rng::{ChainRng, chain_rngs, minibatch_rng};
 use crate::sampler::{Chains, Coupling, Sampler, SamplerError, StepInfo};
 use crate::target::{Batch, Target};
-use rand::RngExt;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -100,7 +99,7 @@ struct Task<'t, O, X> {
     info: Vec<StepInfo>,
     observer: O,
     step_seconds: f64,
-    /// The minibatch of the current step and the permutation it is drawn from.
+    /// The minibatch of the current step (buffer reused between steps).
     perm: Vec<usize>,
 }
 
@@ -149,21 +148,19 @@ impl RunPlan {
     }
 }
 
-/// Draws B distinct items of 0..N uniformly for step `step` into the first B entries of
-/// `perm` (a permutation of 0..N, reset here so that the batch depends on `(seed, step)`
-/// only): a partial Fisher–Yates shuffle from [`minibatch_rng`]. B = N takes no draws and
-/// gives the items in order, so a full-batch stochastic sampler equals its exact parent.
-pub fn draw_minibatch(seed: u64, step: usize, b: usize, perm: &mut Vec<usize>, n: usize) -> &[usize] {
-    perm.clear();
-    perm.extend(0..n);
-    if b < n {
-        let mut rng = minibatch_rng(seed, step);
-        for j in 0..b {
-            let r = rng.random_range(j..n);
-            perm.swap(j, r);
-        }
+/// Draws B distinct items of 0..N uniformly for step `step` into `items` (reused between
+/// steps), from [`minibatch_rng`] — so the batch depends on `(seed, step)` only — with
+/// `rand::seq::index::sample` (O(B) for B ≪ N, where a shuffle of 0..N would cost O(N) per
+/// step). B = N takes no draws and gives the items in order, so a full-batch stochastic
+/// sampler equals its exact parent.
+pub fn draw_minibatch(seed: u64, step: usize, b: usize, items: &mut Vec<usize>, n: usize) -> &[usize] {
+    items.clear();
+    if b >= n {
+        items.extend(0..n);
+    } else {
+        items.extend(rand::seq::index::sample(&mut minibatch_rng(seed, step), n, b));
     }
-    &perm[..b]
+    items
 }
 
 /// Runs `x0.len() / d` chains of `sampler` on `target` for `steps` steps.

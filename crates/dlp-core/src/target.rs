@@ -144,6 +144,15 @@ impl Batch<'_> {
     pub fn is_full(&self) -> bool {
         matches!(self, Batch::Full)
     }
+
+    /// Data items one evaluation on this batch reads, for [`crate::StepInfo::data_evals`]:
+    /// B for a minibatch, N (`n_data`, 0 for a model without data terms) for the full data.
+    pub fn n_items(&self, n_data: Option<usize>) -> u32 {
+        match self {
+            Batch::Items(b) => b.len() as u32,
+            Batch::Full => n_data.unwrap_or(0) as u32,
+        }
+    }
 }
 
 /// How a data model turns the items of a minibatch into an estimate of f and ∇f

@@ -21,9 +21,10 @@ use crate::file::{err, matrix, number, show, vector};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::{sigmoid, softplus};
 use dlp_core::{Batch, BatchScaling, DomainKind, EvalError, Space, Target};
-use ndarray::Array2;
 use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayView2};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The registration of `kind: logistic` in the model file: features `X` (N × d, required),
 /// labels `y` (N zeros and ones, required), field `b` (zero when absent) and `minibatch`
@@ -168,23 +169,30 @@ impl LogisticModel {
         if self.space.kind == DomainKind::Spin { 2.0 } else { 1.0 }
     }
 
-    /// f̂ (and ∇f̂) of every row of `xs` over the items `items` with likelihood factor `k`.
-    fn eval_items(&self, xs: &[u32], items: &[usize], k: f64, f: &mut [f64], grad: Option<&mut [f64]>) {
+    /// f̂ (and ∇f̂) of every row of `xs` over the items `items` (`None`: every item, read in
+    /// place without gathering a copy of the features) with likelihood factor `k`.
+    fn eval_items(&self, xs: &[u32], items: Option<&[usize]>, k: f64, f: &mut [f64], grad: Option<&mut [f64]>) {
         let d = self.space.d;
         let n = f.len();
-        let nb = items.len();
-        // Weights as values (w = x or 2x − 1) and the batch's features, gathered once.
+        // Weights as values (w = x or 2x − 1), and the batch's features and labels.
         let w = Array2::from_shape_fn((n, d), |(r, i)| self.space.value(xs[r * d + i]) as f64);
-        let ab = Array2::from_shape_fn((nb, d), |(t, i)| self.a[items[t] * d + i]);
+        let all = ArrayView2::from_shape((self.n(), d), &self.a).expect("N × d by construction");
+        let gathered = items.map(|it| Array2::from_shape_fn((it.len(), d), |(t, i)| self.a[it[t] * d + i]));
+        let ab = gathered.as_ref().map_or(all, |g| g.view());
+        let yb: Cow<[f64]> = match items {
+            Some(it) => Cow::Owned(it.iter().map(|&t| self.y[t]).collect()),
+            None => Cow::Borrowed(&self.y),
+        };
+        let nb = yb.len();
         let mut z = Array2::<f64>::zeros((n, nb));
         general_mat_mul(1.0, &w, &ab.t(), 0.0, &mut z);
         for (r, fr) in f.iter_mut().enumerate() {
-            let lik: f64 = (0..nb).map(|t| self.y[items[t]] * z[(r, t)] - softplus(z[(r, t)])).sum();
+            let lik: f64 = (0..nb).map(|t| yb[t] * z[(r, t)] - softplus(z[(r, t)])).sum();
             let prior: f64 = (0..d).map(|i| self.b[i] * w[(r, i)]).sum();
             *fr = k * lik + prior;
         }
         if let Some(grad) = grad {
-            let resid = Array2::from_shape_fn((n, nb), |(r, t)| k * (self.y[items[t]] - sigmoid(z[(r, t)])));
+            let resid = Array2::from_shape_fn((n, nb), |(r, t)| k * (yb[t] - sigmoid(z[(r, t)])));
             let mut g = Array2::<f64>::zeros((n, d));
             general_mat_mul(1.0, &resid, &ab, 0.0, &mut g);
             let s = self.ds();
@@ -195,10 +203,6 @@ impl LogisticModel {
             }
         }
     }
-
-    fn all_items(&self) -> Vec<usize> {
-        (0..self.n()).collect()
-    }
 }
 
 impl Target for LogisticModel {
@@ -207,11 +211,11 @@ impl Target for LogisticModel {
     }
 
     fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.eval_items(xs, &self.all_items(), 1.0, out, None);
+        self.eval_items(xs, None, 1.0, out, None);
     }
 
     fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.eval_items(xs, &self.all_items(), 1.0, log_density, Some(grad));
+        self.eval_items(xs, None, 1.0, log_density, Some(grad));
     }
 
     fn n_data(&self) -> Option<usize> {
@@ -226,13 +230,13 @@ impl Target for LogisticModel {
         grad: Option<&mut [f64]>,
     ) -> Result<(), EvalError> {
         match batch {
-            Batch::Full => self.eval_items(xs, &self.all_items(), 1.0, log_density, grad),
+            Batch::Full => self.eval_items(xs, None, 1.0, log_density, grad),
             Batch::Items(items) => {
                 if let Some(&index) = items.iter().find(|&&i| i >= self.n()) {
                     return Err(EvalError::BadItem { index, n_data: self.n() });
                 }
                 let k = self.scaling.factor(self.n(), items.len());
-                self.eval_items(xs, items, k, log_density, grad);
+                self.eval_items(xs, Some(items), k, log_density, grad);
             }
         }
         Ok(())

@@ -115,8 +115,7 @@ pub fn adapt_step_size(
     let bad = |message: String| SamplerError::BadParameter { sampler: name.to_string(), message };
     let (spec, _) = crate::registry::find(name)
         .ok_or_else(|| SamplerError::UnknownSampler(name.into(), crate::registry::sampler_names().join(", ")))?;
-    let has_step = spec.takes(crate::registry::Param::StepSize);
-    if !has_step || !spec.exact || spec.needs_data {
+    if !spec.adapts_step_size() {
         return Err(bad(
             "step-size adaptation needs a Metropolis-adjusted sampler with a step size (e.g. dmala)".into()
         ));

@@ -170,10 +170,7 @@ impl Chains<f64> for LangevinChains<'_> {
     /// on the step's batch (one call for all chains); MALA evaluates the proposals (one call).
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError> {
         let (d, eps) = (self.d, self.s.eps);
-        let items = match batch {
-            Batch::Items(b) => b.len() as u32,
-            Batch::Full => self.target.n_data().unwrap_or(0) as u32,
-        };
+        let items = batch.n_items(self.target.n_data());
         if !self.s.mh {
             self.target.evaluate(&self.x, batch, &mut self.f, Some(&mut self.g))?;
         }
@@ -258,6 +255,7 @@ impl ContinuousSampler for Svgd {
             f: vec![0.0; n],
             g: vec![0.0; n * d],
             phi: vec![0.0; n * d],
+            kern: Vec::with_capacity(n * n),
         }))
     }
 
@@ -278,6 +276,8 @@ struct SvgdParticles<'t> {
     f: Vec<f64>,
     g: Vec<f64>,
     phi: Vec<f64>,
+    /// Pairwise squared distances, then kernel values, n × n (scratch reused between steps).
+    kern: Vec<f64>,
 }
 
 impl Chains<f64> for SvgdParticles<'_> {
@@ -293,29 +293,33 @@ impl Chains<f64> for SvgdParticles<'_> {
         let (n, d) = (self.f.len(), self.d);
         self.target.evaluate(&self.x, batch, &mut self.f, Some(&mut self.g))?;
         let x = &self.x;
+        // Each pair's kernel value once: k(x_a, x_b) = exp(−|x_a − x_b|²/h) is symmetric.
         let sq = |a: usize, b: usize| (0..d).map(|i| (x[a * d + i] - x[b * d + i]).powi(2)).sum::<f64>();
-        let mut dists: Vec<f64> = (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).map(|(a, b)| sq(a, b)).collect();
-        let h = if dists.is_empty() {
+        self.kern.clear();
+        self.kern.extend((0..n * n).map(|ab| sq(ab / n, ab % n)));
+        let mut upper: Vec<f64> =
+            (0..n).flat_map(|a| (a + 1..n).map(move |b| a * n + b)).map(|ab| self.kern[ab]).collect();
+        let h = if upper.is_empty() {
             1.0
         } else {
-            dists.sort_by(f64::total_cmp);
-            let med = dists[dists.len() / 2];
+            let mid = upper.len() / 2;
+            let med = *upper.select_nth_unstable_by(mid, f64::total_cmp).1;
             if med > 0.0 { med / ((n + 1) as f64).ln() } else { 1.0 }
         };
+        for k in &mut self.kern {
+            *k = (-*k / h).exp();
+        }
         self.phi.fill(0.0);
         for a in 0..n {
             for b in 0..n {
-                let k = (-sq(a, b) / h).exp();
+                let k = self.kern[a * n + b];
                 for i in 0..d {
                     // k(x_b, x_a) ∇f(x_b) + ∇_{x_b} k(x_b, x_a), ∇_{x_b} k = −2 (x_b − x_a) k / h.
                     self.phi[a * d + i] += k * self.g[b * d + i] - 2.0 * (x[b * d + i] - x[a * d + i]) * k / h;
                 }
             }
         }
-        let items = match batch {
-            Batch::Items(b) => b.len() as u32,
-            Batch::Full => self.target.n_data().unwrap_or(0) as u32,
-        };
+        let items = batch.n_items(self.target.n_data());
         for (xi, p) in self.x.iter_mut().zip(&self.phi) {
             *xi += self.eps * p / n as f64;
         }

@@ -159,6 +159,12 @@ impl SamplerSpec {
         self.params.iter().any(|p| p.param == param)
     }
 
+    /// Whether warm-up adaptation ([`crate::adapt`]) can tune its step size: it takes one, has
+    /// an MH test (exact for π) and needs no data model (a minibatch MH test is not exact).
+    pub fn adapts_step_size(&self) -> bool {
+        self.exact && !self.needs_data && self.takes(Param::StepSize)
+    }
+
     /// Whether the family refuses to build without `param`.
     pub fn requires(&self, param: Param) -> bool {
         self.params.iter().any(|p| p.param == param && p.required)

@@ -286,10 +286,7 @@ impl Chains for SgChains<'_> {
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError> {
         let space = self.target.space();
         let (d, w, gl) = (space.d, DlpProposal::logit_width(space), space.grad_len());
-        let items = match batch {
-            Batch::Items(b) => b.len(),
-            Batch::Full => self.target.n_data().unwrap_or(0),
-        } as u32;
+        let items = batch.n_items(self.target.n_data());
         self.target.evaluate(&self.x, batch, &mut self.f, Some(&mut self.grad))?;
         for j in 0..self.n {
             let x = &self.x[j * d..(j + 1) * d];
