@@ -10,6 +10,8 @@
 //! * [`capability`]: what a target offers beyond f and ∇f (RBM and Ising parameter views),
 //!   looked up by samplers with a fast path instead of downcasting to a model type.
 //! * [`draw`]: the inverse-CDF categorical draws and the single-site Gibbs update.
+//! * [`lift`]: the even-partition lift of a discrete space into ℝ^d and its surrogates
+//!   (paper 004), shared by GF-KSD and GF-SVGD.
 //! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
 //! * [`stats`]: ESS, running means and other diagnostics.
@@ -24,6 +26,7 @@ pub mod continuous;
 pub mod diagnostics;
 pub mod draw;
 pub mod io;
+pub mod lift;
 pub mod math;
 pub mod rng;
 pub mod run;

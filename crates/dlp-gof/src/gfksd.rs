@@ -11,99 +11,11 @@
 use crate::bootstrap::{NullOutcome, NullTest};
 use crate::matrix::KernelMatrix;
 use crate::{GofError, Purpose, check_rows, stream};
-use dlp_core::math::{sigmoid, softplus};
-use dlp_core::{Space, Target};
+use dlp_core::Target;
+/// The lift, its surrogates and relaxations live in `dlp_core::lift`, shared with GF-SVGD.
+pub use dlp_core::lift::{Relaxation, Surrogate, lift, normal_quantile, surrogate_scores};
 use rand::RngExt;
 use rayon::prelude::*;
-
-/// Φ⁻¹(p) = −√2 erfc⁻¹(2p), via statrs' port of Boost's inverse erfc (about 1e-15 relative).
-pub fn normal_quantile(p: f64) -> f64 {
-    -std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p)
-}
-
-/// A continuous extension ℓ̃ of a binary-valued model (spec §5.2), on real values v with the
-/// two values (v₀, v₁) of the domain.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Relaxation {
-    /// ℓ̃(v) = bᵀv + ½ vᵀJv, ∇ℓ̃ = b + Jv (J symmetric, zero diagonal, d × d row-major).
-    Ising {
-        /// (v₀, v₁): (−1, 1) for spin, (0, 1) for binary.
-        values: (f64, f64),
-        /// J, d × d row-major.
-        j: Vec<f64>,
-        /// b, length d.
-        b: Vec<f64>,
-    },
-    /// ℓ̃(v) = bᵀv + Σ_k softplus(c_k + Σ_i W_ik v_i), ∇ℓ̃ = b + W σ(c + Wᵀv).
-    Rbm {
-        /// (v₀, v₁) of the visible units.
-        values: (f64, f64),
-        /// W, d × M row-major.
-        w: Vec<f64>,
-        /// b, length d.
-        b: Vec<f64>,
-        /// c, length M.
-        c: Vec<f64>,
-    },
-}
-
-impl Relaxation {
-    /// (v₀, v₁).
-    pub fn values(&self) -> (f64, f64) {
-        match self {
-            Relaxation::Ising { values, .. } | Relaxation::Rbm { values, .. } => *values,
-        }
-    }
-
-    /// ℓ̃(v), writing ∇ℓ̃(v) into `grad` (length d).
-    pub fn log_density_grad(&self, v: &[f64], grad: &mut [f64]) -> f64 {
-        let d = v.len();
-        match self {
-            Relaxation::Ising { j, b, .. } => {
-                let mut f = 0.0;
-                for i in 0..d {
-                    let jv: f64 = (0..d).map(|l| j[i * d + l] * v[l]).sum();
-                    grad[i] = b[i] + jv;
-                    f += b[i] * v[i] + 0.5 * v[i] * jv;
-                }
-                f
-            }
-            Relaxation::Rbm { w, b, c, .. } => {
-                let m = c.len();
-                let mut f: f64 = b.iter().zip(v).map(|(bi, vi)| bi * vi).sum();
-                grad.copy_from_slice(b);
-                for k in 0..m {
-                    let t = c[k] + (0..d).map(|i| w[i * m + k] * v[i]).sum::<f64>();
-                    f += softplus(t);
-                    let sg = sigmoid(t);
-                    for i in 0..d {
-                        grad[i] += w[i * m + k] * sg;
-                    }
-                }
-                f
-            }
-        }
-    }
-}
-
-/// The surrogate ρ of spec §5.2.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Surrogate {
-    /// ρ = N(0, I), s_ρ(x) = −x (any domain).
-    Gaussian,
-    /// ρ ∝ p₀(x) exp(ℓ̃(Γ̃(x))), Γ̃(x)_i = v₀ + (v₁ − v₀) σ(x_i).
-    Relaxed(Relaxation),
-}
-
-impl Surrogate {
-    /// "gaussian" or "relaxed".
-    pub fn name(&self) -> &'static str {
-        match self {
-            Surrogate::Gaussian => "gaussian",
-            Surrogate::Relaxed(_) => "relaxed",
-        }
-    }
-}
 
 /// RBF bandwidth h of spec §5.3.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -160,12 +72,6 @@ pub fn draw_jitter(n: usize, d: usize, seed: u64) -> Vec<f64> {
     u
 }
 
-/// x_{a,i} = Φ⁻¹((c_{a,i} + u_{a,i}) / K) (spec §5.1).
-pub fn lift(space: &Space, xs: &[u32], jitter: &[f64]) -> Vec<f64> {
-    let k = space.k() as f64;
-    xs.iter().zip(jitter).map(|(&c, &u)| normal_quantile((c as f64 + u) / k)).collect()
-}
-
 /// Median of ‖x_a − x_b‖ over pairs a < b (even count: mean of the middle two; 1 if 0).
 pub fn median_bandwidth(points: &[f64], d: usize) -> f64 {
     let n = points.len() / d;
@@ -211,31 +117,6 @@ pub fn rbf_stein_kernel(x: &[f64], y: &[f64], sx: &[f64], sy: &[f64], h: f64) ->
     k * (ss + (sxr - syr) / h2 + d as f64 / h2 - r2 / (h2 * h2))
 }
 
-/// Surrogate scores s_ρ (n × d) and log-surrogate terms L(x) (length n) of lifted points.
-pub fn surrogate_scores(surrogate: &Surrogate, lifted: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
-    let n = lifted.len() / d;
-    let mut s = vec![0.0; n * d];
-    let mut l = vec![0.0; n];
-    s.par_chunks_mut(d).zip(l.par_iter_mut()).zip(lifted.par_chunks(d)).for_each(|((srow, la), x)| match surrogate {
-        Surrogate::Gaussian => {
-            for (si, xi) in srow.iter_mut().zip(x) {
-                *si = -xi;
-            }
-        }
-        Surrogate::Relaxed(rel) => {
-            let (v0, v1) = rel.values();
-            let sig: Vec<f64> = x.iter().map(|&t| sigmoid(t)).collect();
-            let v: Vec<f64> = sig.iter().map(|&g| v0 + (v1 - v0) * g).collect();
-            let mut grad = vec![0.0; d];
-            *la = rel.log_density_grad(&v, &mut grad);
-            for i in 0..d {
-                srow[i] = -x[i] + grad[i] * (v1 - v0) * sig[i] * (1.0 - sig[i]);
-            }
-        }
-    });
-    (s, l)
-}
-
 /// GF-KSD test of rows `xs` (n × d indices, n ≥ 2) against `target` (spec §5).
 pub fn gfksd_test(target: &dyn Target, xs: &[u32], opts: &GfksdOptions) -> Result<GfksdOutcome, GofError> {
     opts.null.validate()?;
@@ -246,11 +127,7 @@ pub fn gfksd_test(target: &dyn Target, xs: &[u32], opts: &GfksdOptions) -> Resul
         if space.k() != 2 {
             return Err(GofError::RelaxedNeedsBinary);
         }
-        let dims_ok = match rel {
-            Relaxation::Ising { j, b, .. } => j.len() == d * d && b.len() == d,
-            Relaxation::Rbm { w, b, c, .. } => b.len() == d && w.len() == d * c.len(),
-        };
-        if !dims_ok {
+        if !rel.fits(d) {
             return Err(GofError::Shape(format!("relaxed surrogate parameters do not fit d = {d}")));
         }
     }

@@ -14,6 +14,7 @@ pub mod continuous;
 pub mod dlmc;
 pub mod dlp;
 pub mod fast;
+pub mod gf_svgd;
 pub mod gibbs;
 pub mod gwg;
 pub mod hamming_ball;

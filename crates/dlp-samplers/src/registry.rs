@@ -130,6 +130,10 @@ pub struct SamplerSpec {
     /// Needs a data target (minibatch gradients); the exact suite's cases run on general
     /// models, so such families are covered by `crates/dlp-exact/tests/sgdlp.rs` instead.
     pub needs_data: bool,
+    /// Interacting particles (`--chains` is the particle count, one joint task): no transition
+    /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
+    /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
+    pub particles: bool,
     /// What the test suites run.
     pub tests: TestSpec,
 }
@@ -210,6 +214,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, Alg. 1",
         exact: false,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dula"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -222,6 +227,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, Alg. 1",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dmala"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -234,6 +240,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, §6 / App. H",
         exact: false,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["pdula"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -246,6 +253,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, §6 / App. H",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["pdmala"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -259,6 +267,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "as `dula`",
         exact: false,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dula-f32"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -272,6 +281,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "as `dmala`",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dmala-f32"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -284,6 +294,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, §6",
         exact: false,
         needs_data: true,
+        particles: false,
         tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2) },
     },
     SamplerSpec {
@@ -297,6 +308,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zhang et al. 2022, §6 (official code)",
         exact: false,
         needs_data: true,
+        particles: false,
         tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2) },
     },
     SamplerSpec {
@@ -309,6 +321,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "baseline",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["gibbs"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -321,6 +334,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "baseline",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["gibbs-sweep"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -333,6 +347,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "baseline",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["bg-1", "bg-2"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -345,6 +360,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Titsias & Yau 2017",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["hb-2-1", "hb-3-2"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -357,6 +373,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Grathwohl et al. 2021",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["gwg", "gwg-2", "gwg-3"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -369,6 +386,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Zanella 2020",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["lb"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -382,6 +400,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Sun et al. 2022 (ICLR), §4",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["pas-1", "pas-3"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -395,6 +414,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dlmc"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
@@ -407,6 +427,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
         exact: false,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["dlmcf"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
@@ -419,7 +440,37 @@ pub static REGISTRY: &[SamplerSpec] = &[
         paper: "baseline",
         exact: true,
         needs_data: false,
+        particles: false,
         tests: TestSpec { names: &["block-gibbs"], ..NO_TESTS },
+    },
+    SamplerSpec {
+        stem: "gf-svgd",
+        counts: PLAIN,
+        numbers: &[],
+        params: &[ParamSpec { param: Param::StepSize, required: false }],
+        build: crate::gf_svgd::GfSvgdSampler::build,
+        doc: "gradient-free SVGD on the even-partition lift of N(0, I), ρ = p₀, importance weights: \
+              chains are interacting particles (`--chains` = particle count n); `--step-size` is ε \
+              of plain steps (d ≤ 5, default 0.5) or Adam's rate (default 0.1)",
+        paper: "Han et al. 2020 (AISTATS), Alg. 1",
+        exact: false,
+        needs_data: false,
+        particles: true,
+        tests: TestSpec { names: &["gf-svgd"], step_size: Some(0.5), ..NO_TESTS },
+    },
+    SamplerSpec {
+        stem: "gf-svgd-relaxed",
+        counts: PLAIN,
+        numbers: &[],
+        params: &[ParamSpec { param: Param::StepSize, required: false }],
+        build: crate::gf_svgd::GfSvgdSampler::build,
+        doc: "`gf-svgd` with the relaxed surrogate ρ ∝ p₀ exp(ℓ̃(tanh(x/2))) of binary/spin Ising \
+              and RBM models",
+        paper: "Han et al. 2020 (AISTATS), eq. 21",
+        exact: false,
+        needs_data: false,
+        particles: true,
+        tests: TestSpec { names: &["gf-svgd-relaxed"], step_size: Some(0.5), ..NO_TESTS },
     },
 ];
 

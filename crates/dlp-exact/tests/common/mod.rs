@@ -197,10 +197,10 @@ pub struct Case {
 
 /// The sampler configurations the suite runs: the test names of every registry row that runs
 /// on general models, with the row's test parameters (data-target rows are covered by
-/// `sgdlp.rs`; `exact_matrices.rs` checks that every row is covered).
+/// `sgdlp.rs`, particle rows by `gf_svgd.rs`; `exact_matrices.rs` checks that every row is covered).
 pub fn cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for spec in dlp_samplers::registry::REGISTRY.iter().filter(|s| !s.needs_data) {
+    for spec in dlp_samplers::registry::REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
         for &name in spec.tests.names {
             out.push(Case {
                 name,
