@@ -5,15 +5,15 @@
 //! statistics are dlp-gof's. Order of checks: parameters, output place, model, samples,
 //! reference, jitter; the first problem found is the one reported (§10.5).
 
-use dlp_cli::{CliError, atomic_write, check_writable};
+use dlp_cli::{CliError, atomic_write, check_writable, relaxation_of};
 use dlp_core::{DomainKind, Space, Target};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
 use dlp_gof::{
-    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Relaxation, Statistic,
-    Surrogate, gfksd_test, kdsd_test, mmd_test,
+    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Statistic, Surrogate,
+    gfksd_test, kdsd_test, mmd_test,
 };
-use dlp_models::{Delimiter, IsingModel, Model, Rbm, SamplesError, load_model, read_real_matrix, read_samples};
+use dlp_models::{Delimiter, SamplesError, load_model, read_real_matrix, read_samples};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -220,24 +220,6 @@ fn sha256_of(path: &Path) -> Result<String, CliError> {
     let bytes = std::fs::read(path)
         .map_err(|e| CliError::Input(format!("{}: cannot read file: {}", path.display(), dlp_cli::io_reason(&e))))?;
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn relaxation_of(model: &Model) -> Option<Relaxation> {
-    if let Some(m) = model.downcast_ref::<IsingModel>() {
-        let d = m.d();
-        let mut j = vec![0.0; d * d];
-        for (a, b, w) in m.couplings().pairs() {
-            j[a * d + b] = w;
-            j[b * d + a] = w;
-        }
-        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-        return Some(Relaxation::Ising { values, j, b: m.fields().to_vec() });
-    }
-    if let Some(m) = model.downcast_ref::<Rbm>() {
-        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-        return Some(Relaxation::Rbm { values, w: m.w().to_vec(), b: m.b().to_vec(), c: m.c().to_vec() });
-    }
-    None
 }
 
 /// Maps a statistics error to an exit-2 line; a score overflow names the model file.

@@ -180,6 +180,40 @@ impl ModelSamplerArgs {
 
 pub use dlp_core::io::atomic_write;
 
+/// The initial batch of `dlp sample` (and the Python package's `dlp.sample`), `chains × d`
+/// indices: every coordinate uniform over its values from setup stream 0 of `seed` when
+/// `random`, else every coordinate at its first value (−1 for spin, 0 for binary).
+pub fn initial_states(space: &dlp_core::Space, chains: usize, random: bool, seed: u64) -> Vec<u32> {
+    use rand::RngExt;
+    if !random {
+        return vec![0; chains * space.d];
+    }
+    let mut rng = dlp_core::setup_rng(seed);
+    let k = space.k() as u32;
+    (0..chains * space.d).map(|_| rng.random_range(0..k)).collect()
+}
+
+/// The continuous relaxation of an Ising or RBM model for GF-KSD's `relaxed` surrogate
+/// (`None` for other kinds), shared by `dlp gof` and the Python package.
+pub fn relaxation_of(model: &dlp_models::Model) -> Option<dlp_gof::Relaxation> {
+    use dlp_models::{IsingModel, Rbm};
+    if let Some(m) = model.downcast_ref::<IsingModel>() {
+        let d = m.d();
+        let mut j = vec![0.0; d * d];
+        for (a, b, w) in m.couplings().pairs() {
+            j[a * d + b] = w;
+            j[b * d + a] = w;
+        }
+        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
+        return Some(dlp_gof::Relaxation::Ising { values, j, b: m.fields().to_vec() });
+    }
+    if let Some(m) = model.downcast_ref::<Rbm>() {
+        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
+        return Some(dlp_gof::Relaxation::Rbm { values, w: m.w().to_vec(), b: m.b().to_vec(), c: m.c().to_vec() });
+    }
+    None
+}
+
 /// A progress bar on stderr counting `len` units; hidden with `quiet` and, by indicatif,
 /// whenever stderr is not a terminal (so scripts and tests see no progress output).
 pub fn progress_bar(len: u64, message: &str, quiet: bool) -> indicatif::ProgressBar {

@@ -3,9 +3,8 @@
 //! optionally, every kept state with its chain and step.
 
 use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason, progress_bar};
-use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains, setup_rng};
+use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains};
 use dlp_samplers::adapt::{AdaptOptions, adapt_step_size};
-use rand::RngExt;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -85,18 +84,6 @@ fn check_args(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The initial batch, `chains × d` indices.
-fn initial_states(space: &Space, chains: usize, init: Init, seed: u64) -> Vec<u32> {
-    match init {
-        Init::Zeros => vec![0; chains * space.d],
-        Init::Random => {
-            let mut rng = setup_rng(seed);
-            let k = space.k() as u32;
-            (0..chains * space.d).map(|_| rng.random_range(0..k)).collect()
-        }
-    }
-}
-
 /// One task's view: advances the progress bar and keeps the traced states.
 struct SampleObserver {
     bar: indicatif::ProgressBar,
@@ -140,7 +127,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let target: &dyn dlp_core::Target = &model;
     let space = target.space().clone();
     let d = space.d;
-    let mut x0 = initial_states(&space, args.chains, args.init, args.seed);
+    let mut x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
     // Warm-up adaptation: α adapts over the burn-in, then the kept run uses the frozen α.
     let (mut alpha, mut warm) = (None, 0);
