@@ -129,6 +129,10 @@ pub struct ModelSamplerArgs {
     /// Diagonal preconditioner h_1,…,h_d of pdula/pdmala.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "H1,H2,…")]
     pub preconditioner: Option<Vec<f64>>,
+    /// Smallest step size α_min of the cyclical samplers (acs-dmala, acs-dula); with
+    /// `--step-size auto` it is tuned in the warm-up too.
+    #[arg(long, allow_negative_numbers = true)]
+    pub step_size_min: Option<f64>,
 }
 
 impl ModelSamplerArgs {
@@ -138,7 +142,12 @@ impl ModelSamplerArgs {
             Some(StepSize::Fixed(a)) if !(a.is_finite() && a > 0.0) => {
                 Err(CliError::Input(format!("--step-size must be a finite number > 0, got {a}")))
             }
-            _ => Ok(()),
+            _ => match self.step_size_min {
+                Some(a) if !(a.is_finite() && a > 0.0) => {
+                    Err(CliError::Input(format!("--step-size-min must be a finite number > 0, got {a}")))
+                }
+                _ => Ok(()),
+            },
         }
     }
 
@@ -162,6 +171,7 @@ impl ModelSamplerArgs {
             step_size: alpha.or(fixed),
             preconditioner: self.preconditioner.clone(),
             batch_size,
+            step_size_min: self.step_size_min,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason, progress_bar};
 use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains};
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size};
+use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -36,10 +36,10 @@ pub struct Args {
     /// adapts (default then: half of --steps).
     #[arg(long)]
     pub burn_in: Option<usize>,
-    /// Target mean acceptance probability of the step-size adaptation (0.574, the optimal MALA
-    /// rate, by default).
-    #[arg(long, default_value_t = 0.574)]
-    pub target_accept: f64,
+    /// Target mean acceptance probability of the step-size adaptation (default 0.574, the
+    /// optimal MALA rate; 0.5 for acs-dmala, the official ACS scripts' value).
+    #[arg(long)]
+    pub target_accept: Option<f64>,
     /// Keep every T-th step after burn-in in the trace.
     #[arg(long, default_value_t = 1)]
     pub thin: usize,
@@ -66,8 +66,10 @@ pub struct Args {
 /// Checks the numeric arguments that do not need the model.
 fn check_args(args: &Args) -> Result<(), CliError> {
     args.run.check_step_size()?;
-    if !(args.target_accept > 0.0 && args.target_accept < 1.0) {
-        return Err(CliError::input(format!("--target-accept must be in (0, 1), got {}", args.target_accept)));
+    if let Some(t) = args.target_accept
+        && !(t > 0.0 && t < 1.0)
+    {
+        return Err(CliError::input(format!("--target-accept must be in (0, 1), got {t}")));
     }
     if args.chains == 0 {
         return Err(CliError::input("--chains must be at least 1"));
@@ -130,7 +132,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
     // Warm-up adaptation: α adapts over the burn-in, then the kept run uses the frozen α.
-    let (mut alpha, mut warm) = (None, 0);
+    let (mut alpha, mut alpha_min, mut warm) = (None, None, 0);
+    let mut adapted_note = String::new();
     if adapt {
         let warmup = args.burn_in.unwrap_or(args.steps / 2);
         if warmup == 0 || warmup > args.steps {
@@ -139,22 +142,34 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 args.steps
             )));
         }
-        let opts =
-            AdaptOptions { warmup, target_accept: args.target_accept, window: warmup.min(20), ..Default::default() };
+        let target_accept = args.target_accept.unwrap_or_else(|| default_target_accept(&args.run.sampler));
+        let opts = AdaptOptions { warmup, target_accept, window: warmup.min(20), ..Default::default() };
         let params = args.run.params(None, args.batch_size);
         let a =
             adapt_step_size(&args.run.sampler, &params, target, &x0, &opts, &options).map_err(CliError::from_run)?;
         warm = a.windows * opts.window;
         if !args.quiet {
+            let min = a.step_size_min.map(|m| format!(", α_min {m:.6}")).unwrap_or_default();
             eprintln!(
-                "{}: step size adapted to {:.6} over {warm} warm-up steps (mean acceptance {:.3} in the last window, target {})",
-                args.run.sampler, a.step_size, a.last_accept, args.target_accept
+                "{}: step size adapted to {:.6}{min} over {warm} warm-up steps (mean acceptance {:.3} in the last window, target {target_accept})",
+                args.run.sampler, a.step_size, a.last_accept
             );
         }
         alpha = Some(a.step_size);
+        alpha_min = a.step_size_min;
+        let min = a.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
+        adapted_note = format!(
+            " --step-size {}{min} (adapted over {warm} warm-up steps toward acceptance {target_accept}; last window {:.4})",
+            a.step_size, a.last_accept
+        );
         x0 = a.positions;
     }
-    let params = args.run.params(alpha, args.batch_size);
+    let mut params = args.run.params(alpha, args.batch_size);
+    params.step_size_min = alpha_min.or(params.step_size_min);
+    if !adapt {
+        let min = params.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
+        adapted_note = params.step_size.map(|a| format!(" --step-size {a}{min}")).unwrap_or_default();
+    }
     let sampler = dlp_samplers::build_sampler(&args.run.sampler, &params).map_err(CliError::input)?;
     let steps = args.steps - warm;
     let bar = progress_bar((args.chains * steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
@@ -177,7 +192,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .map_err(|e| CliError::Input(format!("--trace {}: cannot write: {}", trace.display(), io_reason(&e))))?;
     }
     debug_assert_eq!(output.final_states.len(), args.chains * d);
-    if let Err(e) = dlp_models::write_samples(&args.out, &space, &output.final_states, true) {
+    // Provenance as a `#` comment line (the samples grammar skips it), so that the adapted
+    // step size travels with the samples it produced.
+    let text = format!(
+        "# dlp sample --sampler {}{adapted_note} --chains {} --steps {} --seed {}\n{}",
+        args.run.sampler,
+        args.chains,
+        args.steps,
+        args.seed,
+        dlp_models::format_samples(&space, &output.final_states, true)
+    );
+    if let Err(e) = atomic_write(&args.out, text.as_bytes()) {
         // No partial output: the trace goes too if the final states cannot be written.
         if let Some(trace) = &args.trace {
             let _ = std::fs::remove_file(trace);

@@ -59,8 +59,10 @@ fn assert_input_error(case: &Case, out: &Output, needle: &str) -> String {
     stderr
 }
 
+/// The data rows (header first), without the leading `#` provenance comment.
 fn read_rows(path: &Path) -> Vec<Vec<String>> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| l.split(',').map(str::to_string).collect()).collect()
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(',').map(str::to_string).collect()).collect()
 }
 
 #[test]
@@ -71,6 +73,12 @@ fn final_states_are_written_and_read_back_with_the_samples_grammar() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
 
+    let text = std::fs::read_to_string(case.path("out.csv")).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "# dlp sample --sampler dmala --step-size 0.4 --chains 12 --steps 50 --seed 5",
+        "the provenance comment names the run"
+    );
     let rows = read_rows(&case.path("out.csv"));
     let header: Vec<String> = (0..16).map(|i| format!("x{i}")).collect();
     assert_eq!(rows[0], header);
@@ -213,7 +221,7 @@ fn stochastic_gradient_samplers_run_on_the_shipped_data_model() {
         };
         let one = run("1", &format!("{sampler}-1.csv"));
         assert_eq!(one, run("2", &format!("{sampler}-2.csv")), "{sampler}: minibatches are shared, not per thread");
-        let rows: Vec<&str> = one.lines().collect();
+        let rows: Vec<&str> = one.lines().filter(|l| !l.starts_with('#')).collect();
         assert_eq!(rows.len(), 1 + 16);
         assert!(rows[1..].iter().all(|r| r.split(',').all(|v| v == "-1" || v == "1")), "{sampler}");
     }
@@ -252,6 +260,28 @@ fn dmala_adapts_its_step_size_by_default_and_reports_it() {
     let (b, msg2) = run("2", "b.csv", Some("auto"));
     assert_eq!(a, b, "adaptation and sampling do not depend on threads");
     assert_eq!(msg, msg2);
+    // The samples file carries the adapted α in its provenance comment.
+    let first = String::from_utf8(a).unwrap().lines().next().unwrap().to_string();
+    let written: f64 = first.split("--step-size ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!((written - alpha).abs() < 1e-6 && first.contains("adapted over 200 warm-up steps"), "{first}");
+}
+
+#[test]
+fn cyclical_dmala_tunes_both_step_sizes_by_default() {
+    let case = Case::new();
+    let out = case.sample(&["--sampler", "acs-dmala-8", "--step-size", "auto", "--steps", "400", "--burn-in", "200"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("acs-dmala-8: step size adapted to") && stderr.contains("α_min"), "{stderr}");
+    assert!(stderr.contains("target 0.5)"), "ACS's own default target: {stderr}");
+    let text = std::fs::read_to_string(case.path("out.csv")).unwrap();
+    let first = text.lines().next().unwrap();
+    let value = |flag: &str| -> f64 {
+        first.split(flag).nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (max, min) = (value("--step-size "), value("--step-size-min "));
+    assert!(0.0 < min && min <= max && max <= 5.0, "{first}");
+    assert_eq!(read_rows(&case.path("out.csv")).len(), 1 + 12);
 }
 
 #[test]

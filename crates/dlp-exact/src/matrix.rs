@@ -624,7 +624,7 @@ mod tests {
     }
 
     fn dula(alpha: f64) -> Box<dyn Sampler> {
-        let params = dlp_samplers::SamplerParams { step_size: Some(alpha), preconditioner: None, batch_size: None };
+        let params = dlp_samplers::SamplerParams { step_size: Some(alpha), ..Default::default() };
         dlp_samplers::build_sampler("dula", &params).unwrap()
     }
 
@@ -644,7 +644,7 @@ mod tests {
             assert!((l1_distance(&law, &crate::probabilities(&t).unwrap()) - 0.1926361355).abs() < 1e-9);
         }
         // DMALA is exact: its stationary law is π of spec §4.3.
-        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: None };
+        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), ..Default::default() };
         let dmala = dlp_samplers::build_sampler("dmala", &params).unwrap();
         let law = stationary_gth(&kernel_matrix(&t, dmala.as_ref(), 0).unwrap()).unwrap();
         let pi = dlp_core::testing::SPEC_TINY_PI;
@@ -777,7 +777,7 @@ mod tests {
     #[test]
     fn symmetric_and_general_paths_agree_on_reversible_kernels() {
         let t = Quadratic::spec_tiny();
-        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: None };
+        let params = dlp_samplers::SamplerParams { step_size: Some(0.5), ..Default::default() };
         // 32 states (the general path is slow in debug builds).
         let w: Vec<f64> =
             (0..25).map(|k| if k / 5 == k % 5 { 0.0 } else { 0.3 * ((k / 5 + k % 5) as f64).sin() }).collect();

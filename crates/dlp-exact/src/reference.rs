@@ -67,6 +67,19 @@ fn subsets(d: usize, k: usize) -> Vec<Vec<usize>> {
 /// (categorical: ℓ_k = ½(G_{i,k} − G_{i,c_i}) − [k ≠ c_i]/(αh_i)); α = ∞ drops the distance
 /// term (App. D). Returns the per-coordinate laws, d × K.
 fn dlp_coordinate_laws(space: &Space, x: &[u32], g: &[f64], alpha: f64, h: Option<&[f64]>) -> Vec<Vec<f64>> {
+    balanced_coordinate_laws(space, x, g, alpha, 0.5, h)
+}
+
+/// [`dlp_coordinate_laws`] with the gradient weighted by β instead of ½ (the balancing
+/// parameter of cyclical DLP, Pynadath et al. 2024).
+fn balanced_coordinate_laws(
+    space: &Space,
+    x: &[u32],
+    g: &[f64],
+    alpha: f64,
+    beta: f64,
+    h: Option<&[f64]>,
+) -> Vec<Vec<f64>> {
     let (d, k) = (space.d, space.k());
     let mut laws = Vec::with_capacity(d);
     for i in 0..d {
@@ -76,12 +89,12 @@ fn dlp_coordinate_laws(space: &Space, x: &[u32], g: &[f64], alpha: f64, h: Optio
         for (v, l) in logit.iter_mut().enumerate() {
             *l = if space.kind == DomainKind::Categorical {
                 let dist2 = if v == c { 0.0 } else { 2.0 };
-                0.5 * (g[i * k + v] - g[i * k + c]) - dist2 / (2.0 * a)
+                beta * (g[i * k + v] - g[i * k + c]) - dist2 / (2.0 * a)
             } else {
                 let delta = space.values[v] as f64 - space.values[c] as f64;
                 // Binary and spin move the bit, whose displacement is v − c in index units.
                 let delta = if space.kind == DomainKind::Ordinal { delta } else { v as f64 - c as f64 };
-                0.5 * g[i] * delta - delta * delta / (2.0 * a)
+                beta * g[i] * delta - delta * delta / (2.0 * a)
             };
         }
         let top = logit.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -99,7 +112,29 @@ fn product_prob(laws: &[Vec<f64>], y: &[u32]) -> f64 {
 /// DULA (`mh = false`) or DMALA (`mh = true`), optionally preconditioned: spec §1.8.
 /// DMALA: P(x,y) = q(y|x)·min(1, π(y)q(x|y) / (π(x)q(y|x))) for y ≠ x, the rest on the diagonal.
 pub fn dlp(target: &dyn Target, alpha: f64, precond: Option<&[f64]>, mh: bool) -> Result<DMatrix<f64>, ExactError> {
-    dlp_with_gradient_rounding(target, alpha, precond, mh, false)
+    dlp_general(target, alpha, 0.5, precond, mh, false)
+}
+
+/// Cyclical DMALA/DULA (Pynadath et al., NeurIPS 2024; official `acs_samplers.py`): one
+/// matrix per phase k = 0..s, each the DLP kernel with step α_k and gradient weight β_k,
+/// c_k = (cos(πk/s) + 1)/2, α_k = α_max c_k, β_k = ½ + (β_max − ½) c_k, and (α_min, ½)
+/// for phases with α_k < α_min.
+pub fn acs(
+    target: &dyn Target,
+    s: usize,
+    alpha_max: f64,
+    alpha_min: f64,
+    beta_max: f64,
+    mh: bool,
+) -> Result<Vec<DMatrix<f64>>, ExactError> {
+    (0..s)
+        .map(|k| {
+            let c = (1.0 + (std::f64::consts::PI * k as f64 / s as f64).cos()) / 2.0;
+            let (a, b) =
+                if alpha_max * c < alpha_min { (alpha_min, 0.5) } else { (alpha_max * c, 0.5 + (beta_max - 0.5) * c) };
+            dlp_general(target, a, b, None, mh, false)
+        })
+        .collect()
 }
 
 /// [`dlp`] with the proposal built from the gradient rounded to single precision when
@@ -107,6 +142,19 @@ pub fn dlp(target: &dyn Target, alpha: f64, precond: Option<&[f64]>, mh: bool) -
 pub fn dlp_with_gradient_rounding(
     target: &dyn Target,
     alpha: f64,
+    precond: Option<&[f64]>,
+    mh: bool,
+    f32_gradient: bool,
+) -> Result<DMatrix<f64>, ExactError> {
+    dlp_general(target, alpha, 0.5, precond, mh, f32_gradient)
+}
+
+/// The DLP kernel with every option: step α, gradient weight β (½ in the paper),
+/// preconditioner, MH test, single-precision gradient.
+fn dlp_general(
+    target: &dyn Target,
+    alpha: f64,
+    beta: f64,
     precond: Option<&[f64]>,
     mh: bool,
     f32_gradient: bool,
@@ -124,7 +172,7 @@ pub fn dlp_with_gradient_rounding(
                     *gi = *gi as f32 as f64;
                 }
             }
-            dlp_coordinate_laws(&t.space, x, &g, alpha, precond)
+            balanced_coordinate_laws(&t.space, x, &g, alpha, beta, precond)
         })
         .collect();
     let mut p = DMatrix::zeros(n, n);
@@ -654,6 +702,10 @@ pub fn reference_by_name(
         ("lb", []) => one(locally_balanced(target)),
         ("dlmc", []) => one(dlmc(target, alpha, true)),
         ("dlmcf", []) => one(dlmc(target, alpha, false)),
+        // α_min and β_max at the sampler's documented defaults (official code: 0.2 with MH,
+        // 0.1 without, capped at α_max; β_max = 0.95).
+        ("acs", [s]) if name.starts_with("acs-dmala-") => Some(acs(target, *s, alpha, alpha.min(0.2), 0.95, true)),
+        ("acs", [s]) if name.starts_with("acs-dula-") => Some(acs(target, *s, alpha, alpha.min(0.1), 0.95, false)),
         ("block", []) if name == "block-gibbs" => {
             let r = params.rbm.as_ref()?;
             Some(Ok(vec![rbm_block_gibbs(r.d, r.m, &r.w, &r.b, &r.c, r.spin)]))

@@ -15,7 +15,11 @@ use proptest::test_runner::{Config, RngSeed, TestRunner};
 
 fn dula(alpha: f64, precond: Option<Vec<f64>>) -> Box<dyn Sampler> {
     let name = if precond.is_some() { "pdula" } else { "dula" };
-    build_sampler(name, &SamplerParams { step_size: Some(alpha), preconditioner: precond, batch_size: None }).unwrap()
+    build_sampler(
+        name,
+        &SamplerParams { step_size: Some(alpha), preconditioner: precond, batch_size: None, step_size_min: None },
+    )
+    .unwrap()
 }
 
 fn dula_law(t: &dyn Target, alpha: f64, precond: Option<Vec<f64>>) -> Vec<f64> {

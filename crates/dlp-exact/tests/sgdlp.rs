@@ -92,7 +92,11 @@ impl Target for Data {
 }
 
 fn sg(name: &str, batch: usize) -> Box<dyn Sampler> {
-    build_sampler(name, &SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: Some(batch) }).unwrap()
+    build_sampler(
+        name,
+        &SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: Some(batch), step_size_min: None },
+    )
+    .unwrap()
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub use model::{LoadedModel, MODEL_SCHEMA, Model, ModelKind};
 pub use potts::PottsModel;
 pub use rbm::Rbm;
 pub use samples::{
-    Delimiter, IntegerMatrix, RealMatrix, Samples, SamplesError, read_integer_matrix, read_real_matrix, read_samples,
-    write_samples,
+    Delimiter, IntegerMatrix, RealMatrix, Samples, SamplesError, format_samples, read_integer_matrix, read_real_matrix,
+    read_samples, write_samples,
 };
 pub use table::TableModel;

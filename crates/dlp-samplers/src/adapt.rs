@@ -46,8 +46,10 @@ impl Default for AdaptOptions {
 /// What the warm-up chose.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Adapted {
-    /// The frozen step size ᾱ.
+    /// The frozen step size ᾱ (α_max for cyclical DMALA).
     pub step_size: f64,
+    /// The frozen α_min of cyclical DMALA (`None` for other samplers).
+    pub step_size_min: Option<f64>,
     /// Positions of the chains after the warm-up (`n × d`).
     pub positions: Vec<u32>,
     /// Mean acceptance probability of the last window.
@@ -103,7 +105,8 @@ impl Observer for AcceptSums {
 }
 
 /// Adapts the step size of sampler `name` (with `params`' other parameters) on `target` from
-/// the chains at `x0`. Refuses samplers without a step size or without an MH test.
+/// the chains at `x0`. Refuses samplers without a step size or without an MH test. Cyclical
+/// DMALA (`acs-dmala`) tunes its α_min and α_max instead ([`adapt_acs`]).
 pub fn adapt_step_size(
     name: &str,
     params: &SamplerParams,
@@ -113,7 +116,7 @@ pub fn adapt_step_size(
     run: &RunOptions,
 ) -> Result<Adapted, SamplerError> {
     let bad = |message: String| SamplerError::BadParameter { sampler: name.to_string(), message };
-    let (spec, _) = crate::registry::find(name)
+    let (spec, parsed) = crate::registry::find(name)
         .ok_or_else(|| SamplerError::UnknownSampler(name.into(), crate::registry::sampler_names().join(", ")))?;
     if !spec.adapts_step_size() {
         return Err(bad(
@@ -126,13 +129,74 @@ pub fn adapt_step_size(
     if opts.window == 0 || opts.warmup == 0 || !(opts.initial.is_finite() && opts.initial > 0.0) {
         return Err(bad("adaptation needs warm-up steps, a window ≥ 1 and an initial step size > 0".into()));
     }
+    if parsed.stem == "acs-dmala" {
+        return adapt_acs(params, target, x0, opts, run);
+    }
+    let windows = (opts.warmup / opts.window).max(1);
+    let build = |alpha: f64| build_sampler(name, &SamplerParams { step_size: Some(alpha), ..params.clone() });
+    let (step_size, positions, last_accept) = dual_average(&build, target, x0, 0..windows, opts, run)?;
+    Ok(Adapted { step_size, step_size_min: None, positions, last_accept, windows })
+}
+
+/// The default target acceptance of `name`'s adaptation: 0.5 for cyclical DMALA (the
+/// official ACS scripts' `a_s_cut`, used for both α_min and α_max), else 0.574 (module doc).
+pub fn default_target_accept(name: &str) -> f64 {
+    match crate::registry::find(name) {
+        Some((_, parsed)) if parsed.stem == "acs-dmala" => 0.5,
+        _ => 0.574,
+    }
+}
+
+/// Automatic tuning of cyclical DMALA ([`crate::acs`]): the first half of the warm-up's
+/// windows adapts α_min for plain DMALA (β = ½), the second half α_max for DMALA with the
+/// gradient weighted by β_max, both toward `opts.target_accept`. Both are then capped at 5 and
+/// α_max is raised to α_min if smaller: 5 is where the official code's α_max search starts (`init_big_step` in
+/// `rbm_sample.py`), which it only ever shrinks — on weakly coupled models the β_max proposal
+/// keeps its acceptance above target at any α, and dual averaging would grow α without bound;
+/// below α_min the cycle is constant (plain DMALA at α_min).
+pub fn adapt_acs(
+    params: &SamplerParams,
+    target: &dyn Target,
+    x0: &[u32],
+    opts: &AdaptOptions,
+    run: &RunOptions,
+) -> Result<Adapted, SamplerError> {
+    use crate::dlp::{DlpProposal, DlpSampler};
+    let windows = (opts.warmup / opts.window).max(2);
+    let half = windows / 2;
+    let phase = |beta: f64| {
+        move |alpha: f64| -> Result<Box<dyn dlp_core::Sampler>, SamplerError> {
+            let p = DlpProposal::new(alpha, params.preconditioner.clone())
+                .and_then(|p| p.with_balance(beta))
+                .map_err(|message| SamplerError::BadParameter { sampler: "acs-dmala".into(), message })?;
+            Ok(Box::new(DlpSampler::new("acs-dmala", true, p)))
+        }
+    };
+    let (alpha_min, x, _) = dual_average(&phase(0.5), target, x0, 0..half, opts, run)?;
+    let (alpha_max, positions, last_accept) =
+        dual_average(&phase(crate::acs::DEFAULT_BETA_MAX), target, &x, half..windows, opts, run)?;
+    let alpha_min = alpha_min.min(crate::acs::ALPHA_MAX_CAP);
+    let alpha_max = alpha_max.min(crate::acs::ALPHA_MAX_CAP).max(alpha_min);
+    Ok(Adapted { step_size: alpha_max, step_size_min: Some(alpha_min), positions, last_accept, windows })
+}
+
+/// Dual averaging of the step size of `build(α)` over the adaptation windows `windows`
+/// (their indices label the seeds); returns the averaged ᾱ, the final positions and the mean
+/// acceptance of the last window.
+fn dual_average(
+    build: &dyn Fn(f64) -> Result<Box<dyn dlp_core::Sampler>, SamplerError>,
+    target: &dyn Target,
+    x0: &[u32],
+    windows: std::ops::Range<usize>,
+    opts: &AdaptOptions,
+    run: &RunOptions,
+) -> Result<(f64, Vec<u32>, f64), SamplerError> {
     let mut da = DualAveraging::new(opts.initial);
     let mut alpha = opts.initial;
     let mut x = x0.to_vec();
-    let windows = (opts.warmup / opts.window).max(1);
     let mut last_accept = f64::NAN;
-    for w in 0..windows {
-        let sampler = build_sampler(name, &SamplerParams { step_size: Some(alpha), ..params.clone() })?;
+    for w in windows {
+        let sampler = build(alpha)?;
         let options = RunOptions { seed: derive_seed(run.seed, &[ADAPT, w as u64]), ..run.clone() };
         let out = run_chains(sampler.as_ref(), target, &x, opts.window, &options, |_, n| AcceptSums(vec![0.0; n]))?;
         let per_chain: Vec<f64> = out.observers.iter().flat_map(|o| o.0.iter().copied()).collect();
@@ -140,7 +204,7 @@ pub fn adapt_step_size(
         alpha = da.update(last_accept, opts.target_accept);
         x = out.final_states;
     }
-    Ok(Adapted { step_size: da.averaged(), positions: x, last_accept, windows })
+    Ok((da.averaged(), x, last_accept))
 }
 
 #[cfg(test)]
@@ -208,6 +272,37 @@ mod tests {
         let acc_big =
             out.observers.iter().map(|o| o.0).sum::<f64>() / out.observers.iter().map(|o| o.1).sum::<usize>() as f64;
         assert!(acc_big < 0.5, "10 α: acceptance {acc_big}");
+    }
+
+    /// Cyclical DMALA's tuning on the fig3-type model: thread-independent, α_min ≤ α_max ≤ 5,
+    /// and plain DMALA at the tuned α_min accepts near the ACS target 0.5 (band 0.4–0.6;
+    /// deterministic given the seeds, and 32 chains × 2,000 steps pin the mean acceptance to
+    /// about ±0.01, so the band is not at the edge of the noise).
+    #[test]
+    fn acs_tunes_alpha_min_and_alpha_max() {
+        let t = ising_5x5();
+        let x0 = vec![0u32; 32 * 25];
+        let opts =
+            AdaptOptions { warmup: 800, target_accept: default_target_accept("acs-dmala"), ..Default::default() };
+        assert_eq!(opts.target_accept, 0.5);
+        let run = |threads| {
+            let r = RunOptions { seed: 5, threads, chains_per_task: 0 };
+            adapt_step_size("acs-dmala", &SamplerParams::default(), &t, &x0, &opts, &r).unwrap()
+        };
+        let a = run(1);
+        assert_eq!(a, run(2), "adaptation must not depend on the thread count");
+        let alpha_min = a.step_size_min.expect("acs reports α_min");
+        assert!(alpha_min <= a.step_size && a.step_size <= crate::acs::ALPHA_MAX_CAP, "{a:?}");
+        let fixed =
+            build_sampler("dmala", &SamplerParams { step_size: Some(alpha_min), ..Default::default() }).unwrap();
+        let o = RunOptions { seed: 6, threads: 2, chains_per_task: 0 };
+        let out = run_chains(fixed.as_ref(), &t, &a.positions, 2000, &o, |_, _| Accepts(0.0, 0)).unwrap();
+        let acc =
+            out.observers.iter().map(|o| o.0).sum::<f64>() / out.observers.iter().map(|o| o.1).sum::<usize>() as f64;
+        assert!((0.4..=0.6).contains(&acc), "α_min = {alpha_min}: acceptance {acc}");
+        // The tuned values build the sampler the exact suite checks.
+        let p = SamplerParams { step_size: Some(a.step_size), step_size_min: Some(alpha_min), ..Default::default() };
+        assert!(build_sampler("acs-dmala", &p).is_ok());
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct DlpProposal {
     /// Read the gradient at single precision (`dula-f32`, `dmala-f32`): see
     /// [`DlpProposal::single_precision_gradient`].
     f32_gradient: bool,
+    /// Weight β of the gradient term (½ in the paper; the balancing parameter of cyclical
+    /// DLP, [`crate::acs`]): see [`DlpProposal::with_balance`].
+    balance: f64,
 }
 
 impl DlpProposal {
@@ -66,7 +69,26 @@ impl DlpProposal {
         {
             return Err(format!("preconditioner[{i}] must be finite and > 0, got {v}"));
         }
-        Ok(DlpProposal { alpha, precond, f32_gradient: false })
+        Ok(DlpProposal { alpha, precond, f32_gradient: false, balance: 0.5 })
+    }
+
+    /// The same proposal with the gradient term weighted by β instead of ½:
+    /// q_i(v|x) ∝ exp(β g_i (v − x_i) − (v − x_i)²/(2αh_i)). β = ½ is the locally balanced DLP
+    /// of the paper; Pynadath et al. (2024, §4) move β toward 1 for large α, where the
+    /// proposal then approaches the target's own first-order conditional (the "balancing
+    /// parameter" of cyclical DLP). Any β keeps DMALA exact (the MH test uses the same q both
+    /// ways); β must lie in (0, 1].
+    pub fn with_balance(mut self, beta: f64) -> Result<Self, String> {
+        if !(beta > 0.0 && beta <= 1.0) {
+            return Err(format!("balancing parameter β must be in (0, 1], got {beta}"));
+        }
+        self.balance = beta;
+        Ok(self)
+    }
+
+    /// The weight β of the gradient term (½ unless [`DlpProposal::with_balance`] set it).
+    pub fn balance(&self) -> f64 {
+        self.balance
     }
 
     /// The same proposal computed from the gradient rounded to single precision,
@@ -133,9 +155,9 @@ impl DlpProposal {
         if space.is_binary_like() {
             for i in 0..d {
                 // (1 − 2x_i) is the signed change of a flip; ½ g_i times it is half the
-                // first-order change of f (the paper's ½, applied once: pitfall P2).
+                // first-order change of f (the paper's ½ = β, applied once: pitfall P2).
                 let r = 1.0 - 2.0 * x[i] as f64;
-                let l = 0.5 * self.gradient_entry(grad[i]) * r - self.half_inv_step(i);
+                let l = self.balance * self.gradient_entry(grad[i]) * r - self.half_inv_step(i);
                 logits[i] = l;
                 let z = softplus(l);
                 lognorm[i] = z;
@@ -153,13 +175,17 @@ impl DlpProposal {
                 // One-hot: ½ Gᵀ(e_v − e_c) and ‖e_v − e_c‖²/(2αh) = 1/(αh) for v ≠ c.
                 let gc = self.gradient_entry(grad[i * k + c]);
                 for (v, l) in row.iter_mut().enumerate() {
-                    *l = if v == c { 0.0 } else { 0.5 * (self.gradient_entry(grad[i * k + v]) - gc) - 2.0 * pen };
+                    *l = if v == c {
+                        0.0
+                    } else {
+                        self.balance * (self.gradient_entry(grad[i * k + v]) - gc) - 2.0 * pen
+                    };
                 }
             } else {
                 let xc = space.coordinate(c as u32);
                 for (v, l) in row.iter_mut().enumerate() {
                     let dv = space.coordinate(v as u32) - xc;
-                    *l = if v == c { 0.0 } else { 0.5 * self.gradient_entry(grad[i]) * dv - dv * dv * pen };
+                    *l = if v == c { 0.0 } else { self.balance * self.gradient_entry(grad[i]) * dv - dv * dv * pen };
                 }
             }
             let z = logsumexp(row);
@@ -472,6 +498,24 @@ impl<'t> DlpChains<'t> {
             );
         }
         Ok(c)
+    }
+
+    /// Replaces the proposal (α, β, h) and recomputes the cached logits from the cached
+    /// gradients: no model evaluation. Cyclical DLP ([`crate::acs`]) calls it before each step
+    /// whose phase changes (α, β).
+    pub fn set_proposal(&mut self, proposal: DlpProposal) {
+        self.proposal = proposal;
+        let space = self.target.space();
+        let (d, dw, gl) = (self.d, self.d * self.w, self.gl);
+        for j in 0..self.n {
+            self.log_z[j] = self.proposal.logits(
+                space,
+                &self.x[j * d..(j + 1) * d],
+                &self.grad[j * gl..(j + 1) * gl],
+                &mut self.logits[j * dw..(j + 1) * dw],
+                &mut self.lognorm[j * d..(j + 1) * d],
+            );
+        }
     }
 
     /// Cached gradients ∇f of the current states, `n × grad_len`.

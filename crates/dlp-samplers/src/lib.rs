@@ -8,6 +8,7 @@
 //! [`registry::SamplerSpec`] row in [`registry::REGISTRY`]; the exact suite's coverage test
 //! then asks for its reference transcription in `dlp_exact::reference`.
 
+pub mod acs;
 pub mod adapt;
 pub mod block_gibbs;
 pub mod continuous;

@@ -19,6 +19,8 @@ pub struct SamplerParams {
     pub preconditioner: Option<Vec<f64>>,
     /// Minibatch size of stochastic-gradient samplers.
     pub batch_size: Option<usize>,
+    /// Smallest step size α_min of cyclical samplers (`acs-dmala`, `acs-dula`).
+    pub step_size_min: Option<f64>,
 }
 
 /// A parsed sampler name.
@@ -57,6 +59,8 @@ pub enum Param {
     Preconditioner,
     /// [`SamplerParams::batch_size`].
     BatchSize,
+    /// [`SamplerParams::step_size_min`].
+    StepSizeMin,
 }
 
 impl Param {
@@ -66,6 +70,7 @@ impl Param {
             Param::StepSize => "--step-size",
             Param::Preconditioner => "--preconditioner",
             Param::BatchSize => "--batch-size",
+            Param::StepSizeMin => "--step-size-min",
         }
     }
 
@@ -75,6 +80,7 @@ impl Param {
             Param::StepSize => params.step_size.is_some(),
             Param::Preconditioner => params.preconditioner.is_some(),
             Param::BatchSize => params.batch_size.is_some(),
+            Param::StepSizeMin => params.step_size_min.is_some(),
         }
     }
 }
@@ -94,6 +100,8 @@ pub const STEP_SIZE: ParamSpec = ParamSpec { param: Param::StepSize, required: t
 pub const PRECONDITIONER: ParamSpec = ParamSpec { param: Param::Preconditioner, required: true };
 /// `--batch-size`, required.
 pub const BATCH_SIZE: ParamSpec = ParamSpec { param: Param::BatchSize, required: true };
+/// `--step-size-min`, optional.
+pub const STEP_SIZE_MIN: ParamSpec = ParamSpec { param: Param::StepSizeMin, required: false };
 
 /// What the test suites run of a family: concrete names and the parameters they use.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -191,6 +199,7 @@ impl SamplerSpec {
             step_size: self.tests.step_size,
             preconditioner: self.requires(Param::Preconditioner).then(preconditioner),
             batch_size: self.tests.batch_size,
+            step_size_min: None,
         }
     }
 }
@@ -431,6 +440,34 @@ pub static REGISTRY: &[SamplerSpec] = &[
         tests: TestSpec { names: &["dlmcf"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
+        stem: "acs-dmala",
+        counts: &[0, 1],
+        numbers: &["s"],
+        params: &[STEP_SIZE, STEP_SIZE_MIN],
+        build: crate::acs::Acs::build,
+        doc: "cyclical DMALA: cycles of s steps (default 40) from (α_max = --step-size, β_max = 0.95) \
+              down to α_min, gradient weight β (balancing parameter) on a cosine schedule; \
+              `--step-size auto` tunes α_min and α_max in warm-up",
+        paper: "Pynadath et al. 2024 (NeurIPS; official `acs_samplers.py`)",
+        exact: true,
+        needs_data: false,
+        particles: false,
+        tests: TestSpec { names: &["acs-dmala-4"], step_size: Some(2.0), ..NO_TESTS },
+    },
+    SamplerSpec {
+        stem: "acs-dula",
+        counts: &[0, 1],
+        numbers: &["s"],
+        params: &[STEP_SIZE, STEP_SIZE_MIN],
+        build: crate::acs::Acs::build,
+        doc: "cyclical DULA (the schedule of `acs-dmala`, no MH test)",
+        paper: "Pynadath et al. 2024 (NeurIPS; official `acs_samplers.py`)",
+        exact: false,
+        needs_data: false,
+        particles: false,
+        tests: TestSpec { names: &["acs-dula-3"], step_size: Some(2.0), ..NO_TESTS },
+    },
+    SamplerSpec {
         stem: "block-gibbs",
         counts: PLAIN,
         numbers: &[],
@@ -583,6 +620,7 @@ mod tests {
                         Param::StepSize => missing.step_size = None,
                         Param::Preconditioner => missing.preconditioner = None,
                         Param::BatchSize => missing.batch_size = None,
+                        Param::StepSizeMin => missing.step_size_min = None,
                     }
                     assert!(!p.param.is_set(&missing));
                     assert!(build_sampler(name, &missing).is_err(), "{name} builds without {}", p.param.flag());

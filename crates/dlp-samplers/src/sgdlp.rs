@@ -599,6 +599,7 @@ mod tests {
             step_size: step,
             preconditioner: h,
             batch_size: b,
+            step_size_min: None,
         };
         let msg = |e: SamplerError| match e {
             SamplerError::BadParameter { message, .. } => message,

@@ -220,7 +220,12 @@ pub fn precond(d: usize) -> Vec<f64> {
 
 impl Case {
     pub fn params(&self, d: usize) -> SamplerParams {
-        SamplerParams { step_size: self.step_size, preconditioner: self.precond.then(|| precond(d)), batch_size: None }
+        SamplerParams {
+            step_size: self.step_size,
+            preconditioner: self.precond.then(|| precond(d)),
+            batch_size: None,
+            step_size_min: None,
+        }
     }
     /// The reference's parameters on a d-dimensional target (`rbm`: its parameters, if an RBM).
     pub fn ref_params(&self, d: usize, rbm: Option<RbmRef>) -> RefParams {

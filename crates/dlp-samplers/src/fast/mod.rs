@@ -125,7 +125,8 @@ pub fn dlp_fast_path<'t>(
     target: &'t dyn Target,
     x0: &[u32],
 ) -> Result<Option<Box<dyn dlp_core::Chains + 't>>, dlp_core::SamplerError> {
-    if proposal.precond().is_some() {
+    // The specialised kernels hard-code the paper's ½ gradient weight.
+    if proposal.precond().is_some() || proposal.balance() != 0.5 {
         return Ok(None);
     }
     // The lattice class tables hold the f64 logits; the single-precision variants run the
