@@ -10,7 +10,8 @@
 //! * [`plot`]: every figure (the only module that uses plotters);
 //! * [`observe`], [`report`]: observers of `run_chains`, curves, summary pieces;
 //! * [`bias`] (Figs. 1a/1b), [`ising`] (Figs. 2, 3, 7), [`rbm`] (Fig. 4), [`pcd`] (Fig. 5),
-//!   [`gof_power`]: each experiment's maths and its claims.
+//!   [`gof_power`]: each experiment's maths and its claims;
+//! * [`sweep`]: seeds × flag values of any binary, locally or as a Slurm array (`dlp-sweep`).
 
 pub mod args;
 pub mod bias;
@@ -24,6 +25,7 @@ pub mod plot;
 pub mod rbm;
 pub mod report;
 pub mod results;
+pub mod sweep;
 
 pub use args::{CommonArgs, SamplerSpec, main_with, parse_list, parse_samplers};
 pub use dlp_core::io::atomic_write;

@@ -42,6 +42,16 @@ impl BoxStats {
     }
 }
 
+/// A curve with a shaded band around it (a mean ± one standard deviation over seeds).
+#[derive(Clone, Debug)]
+pub struct Band {
+    /// Legend label; also picks the colour (see [`Figure::labels`]).
+    pub label: String,
+    /// (x, centre, low, high) points; points with a non-finite x or centre are skipped, and
+    /// a non-finite low or high collapses the band onto the centre there.
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
 /// One panel of a figure.
 #[derive(Clone, Debug)]
 pub enum Panel {
@@ -57,6 +67,17 @@ pub enum Panel {
         series: Vec<Series>,
         /// Reference lines.
         refs: Vec<RefLine>,
+    },
+    /// Curves with shaded bands against a common x axis (the sweep gather's figures).
+    Bands {
+        /// Panel title.
+        title: String,
+        /// x axis description.
+        x_label: String,
+        /// y axis description.
+        y_label: String,
+        /// The curves and their bands.
+        bands: Vec<Band>,
     },
     /// Box plots per category on a log10 y axis.
     Boxes {
@@ -199,6 +220,54 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                         .map_err(e)?
                         .label(r.label.clone())
                         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .position(SeriesLabelPosition::UpperRight)
+                    .label_font(("sans-serif", 12))
+                    .draw()
+                    .map_err(e)?;
+            }
+            Panel::Bands { title, x_label, y_label, bands } => {
+                let finite = |p: &&(f64, f64, f64, f64)| p.0.is_finite() && p.1.is_finite();
+                let clamp = |p: &(f64, f64, f64, f64)| {
+                    (p.0, p.1, if p.2.is_finite() { p.2 } else { p.1 }, if p.3.is_finite() { p.3 } else { p.1 })
+                };
+                let pts: Vec<Vec<(f64, f64, f64, f64)>> =
+                    bands.iter().map(|b| b.points.iter().filter(finite).map(clamp).collect()).collect();
+                let xs = pts.iter().flatten().map(|p| p.0);
+                let ys = pts.iter().flatten().flat_map(|p| [p.2, p.3]);
+                let mut chart = ChartBuilder::on(&area)
+                    .caption(title, ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(40)
+                    .y_label_area_size(55)
+                    .build_cartesian_2d(padded_range(xs), padded_range(ys))
+                    .map_err(e)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .x_label_formatter(&|v| short_number(*v))
+                    .light_line_style(WHITE)
+                    .draw()
+                    .map_err(e)?;
+                for (b, p) in bands.iter().zip(&pts) {
+                    if p.is_empty() {
+                        continue;
+                    }
+                    let color = figure.color(&b.label);
+                    // The band as one polygon: the high edge left to right, the low edge back.
+                    let outline: Vec<(f64, f64)> =
+                        p.iter().map(|q| (q.0, q.3)).chain(p.iter().rev().map(|q| (q.0, q.2))).collect();
+                    chart.draw_series([Polygon::new(outline, color.mix(0.2).filled())]).map_err(e)?;
+                    chart
+                        .draw_series(LineSeries::new(p.iter().map(|q| (q.0, q.1)), color.stroke_width(2)))
+                        .map_err(e)?
+                        .label(b.label.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
                 }
                 chart
                     .configure_series_labels()

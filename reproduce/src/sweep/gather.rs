@@ -1,0 +1,371 @@
+//! The gather step: every finished run's CSV files stacked into one tidy table each (with
+//! `run_id`, `seed` and the axis columns in front), mean ± sd and quantiles per configuration,
+//! the numbers of the runs' `summary.json` aggregated the same way, and a figure with bands.
+//!
+//! The sweep layer knows nothing about a figure, so it must tell key columns (what a row is
+//! about: `sampler`, `step`) from value columns (what was measured: `log_rmse`) by itself,
+//! unless the sweep file names the keys (`[gather] keys`). Rule: text columns are keys; a
+//! column of integers is a key when every run of a configuration has the same values row by
+//! row (a step counter), otherwise a value (a count that varies with the seed); any other
+//! numeric column is a value.
+
+use super::Sweep;
+use crate::args::CommonArgs;
+use crate::plot::{Band, Figure, Panel};
+use crate::results::Run;
+use anyhow::{Context, Result, bail};
+use dlp_core::stats::quantile;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A CSV file: header and rows of text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Column names.
+    pub header: Vec<String>,
+    /// Rows, each as long as the header.
+    pub rows: Vec<Vec<String>>,
+}
+
+fn read_csv(path: &Path) -> Result<Table> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let header = r.headers().with_context(|| path.display().to_string())?.iter().map(String::from).collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.map(|r| r.iter().map(String::from).collect()))
+        .collect::<Result<_, _>>()
+        .with_context(|| path.display().to_string())?;
+    Ok(Table { header, rows })
+}
+
+/// Mean, sample standard deviation (n − 1; NaN for one value), min, median, max of the
+/// finite values, and their count.
+pub fn describe(values: &[f64]) -> (usize, [f64; 5]) {
+    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = v.len();
+    if n == 0 {
+        return (0, [f64::NAN; 5]);
+    }
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let std =
+        if n > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { f64::NAN };
+    (n, [mean, std, quantile(&v, 0.0), quantile(&v, 0.5), quantile(&v, 1.0)])
+}
+
+/// The runs of one CSV file name, with each run's configuration label (axis values).
+struct Stack<'a> {
+    runs: Vec<(usize, &'a [String], Table)>,
+}
+
+/// Key columns of a file stacked over runs (see the module doc for the rule).
+fn key_columns(stack: &Stack, header: &[String], named: &[String]) -> Vec<bool> {
+    if !named.is_empty() {
+        return header.iter().map(|h| named.contains(h)).collect();
+    }
+    (0..header.len())
+        .map(|c| {
+            let all = || stack.runs.iter().flat_map(|r| r.2.rows.iter().map(move |row| row[c].as_str()));
+            if !all().all(|s| s.trim().parse::<f64>().is_ok()) {
+                return true;
+            }
+            if !all().all(|s| s.trim().parse::<i64>().is_ok()) {
+                return false;
+            }
+            // Integers: a key if aligned across the runs of each configuration.
+            let mut first: HashMap<&[String], &Table> = HashMap::new();
+            stack.runs.iter().all(|(_, config, t)| {
+                let f = first.entry(*config).or_insert(t);
+                f.rows.len() == t.rows.len() && f.rows.iter().zip(&t.rows).all(|(a, b)| a[c] == b[c])
+            })
+        })
+        .collect()
+}
+
+/// What the gather wrote.
+#[derive(Debug)]
+pub struct Gathered {
+    /// The `gather/` directory.
+    pub dir: PathBuf,
+    /// Runs found / tasks.
+    pub complete: usize,
+    /// Run ids of the tasks without a finished run.
+    pub missing: Vec<String>,
+}
+
+/// Gathers the finished runs of `sweep` into `<sweep-dir>/gather/` (built in `gather.tmp/`
+/// and renamed, so it is replaced whole). Missing runs are listed, not fatal.
+pub fn gather(sweep: &Sweep) -> Result<Gathered> {
+    let axes: Vec<String> = sweep.description.axes.iter().map(|a| a.0.clone()).collect();
+    let done: Vec<usize> = (0..sweep.tasks.len()).filter(|&i| sweep.run_dir(i).is_dir()).collect();
+    let missing: Vec<String> =
+        (0..sweep.tasks.len()).filter(|i| !done.contains(i)).map(|i| sweep.tasks[i].run_id.clone()).collect();
+    if done.is_empty() {
+        bail!("no finished runs to gather in {}", sweep.runs_dir.display());
+    }
+    let configs: Vec<Vec<String>> =
+        sweep.tasks.iter().map(|t| t.config.iter().map(|c| c.1.clone()).collect()).collect();
+
+    let (tmp, final_dir) = (sweep.dir().join("gather.tmp"), sweep.dir().join("gather"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let common = CommonArgs { seed: 0, quick: false, threads: None, out: Some(tmp.clone()) };
+    let run = Run::start(&format!("{}-sweep", sweep.name), &common)?;
+
+    let mut names: Vec<String> = done
+        .iter()
+        .flat_map(|&i| std::fs::read_dir(sweep.run_dir(i)).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".csv"))
+        .collect();
+    names.sort();
+    names.dedup();
+
+    let mut files = Map::new();
+    for name in &names {
+        let mut stack = Stack { runs: vec![] };
+        for &i in &done {
+            let path = sweep.run_dir(i).join(name);
+            if path.is_file() {
+                stack.runs.push((i, &configs[i][..], read_csv(&path)?));
+            }
+        }
+        let header = stack.runs[0].2.header.clone();
+        if let Some((i, _, t)) = stack.runs.iter().find(|r| r.2.header != header) {
+            bail!(
+                "{}: columns {} differ from the other runs' {}",
+                sweep.run_dir(*i).join(name).display(),
+                t.header.join(","),
+                header.join(",")
+            );
+        }
+        let is_key = key_columns(&stack, &header, &sweep.description.keys);
+        let stem = name.trim_end_matches(".csv");
+
+        // The tidy table: run_id, seed, axes, then the file's own columns.
+        let mut tidy_header: Vec<&str> = vec!["run_id", "seed"];
+        tidy_header.extend(axes.iter().map(String::as_str));
+        tidy_header.extend(header.iter().map(String::as_str));
+        let mut tidy = Vec::new();
+        // Groups: (axis values, key values) → values of each value column, in first-seen order.
+        let mut order: Vec<Vec<String>> = Vec::new();
+        let mut groups: HashMap<Vec<String>, Vec<Vec<f64>>> = HashMap::new();
+        let values: Vec<usize> = (0..header.len()).filter(|&c| !is_key[c]).collect();
+        for (i, config, table) in &stack.runs {
+            for row in &table.rows {
+                let mut line = vec![sweep.tasks[*i].run_id.clone(), sweep.tasks[*i].seed.to_string()];
+                line.extend(config.iter().cloned());
+                line.extend(row.iter().cloned());
+                tidy.push(line);
+                let mut key = config.to_vec();
+                key.extend((0..header.len()).filter(|&c| is_key[c]).map(|c| row[c].clone()));
+                let slot = groups.entry(key.clone()).or_insert_with(|| {
+                    order.push(key);
+                    vec![vec![]; values.len()]
+                });
+                for (k, &c) in values.iter().enumerate() {
+                    slot[k].push(row[c].trim().parse().unwrap_or(f64::NAN));
+                }
+            }
+        }
+        run.write_csv(name, &tidy_header.join(","), &tidy)?;
+
+        let keys: Vec<&str> = (0..header.len()).filter(|&c| is_key[c]).map(|c| header[c].as_str()).collect();
+        let mut sum_header: Vec<&str> = axes.iter().map(String::as_str).collect();
+        sum_header.extend(keys.iter());
+        sum_header.extend(["measure", "n", "mean", "std", "min", "median", "max"]);
+        let mut rows = Vec::new();
+        for key in &order {
+            for (k, &c) in values.iter().enumerate() {
+                let (n, stats) = describe(&groups[key][k]);
+                let mut line = key.clone();
+                line.extend([header[c].clone(), n.to_string()]);
+                line.extend(stats.iter().map(|s| s.to_string()));
+                rows.push(line);
+            }
+        }
+        run.write_csv(&format!("{stem}_summary.csv"), &sum_header.join(","), &rows)?;
+
+        let figure = band_figure(sweep, stem, &header, &is_key, &values, &order, &groups, axes.len());
+        if let Some(fig) = &figure {
+            run.write_figure(stem, fig)?;
+        }
+        files.insert(
+            name.clone(),
+            json!({
+                "runs": stack.runs.len(),
+                "key_columns": keys,
+                "value_columns": values.iter().map(|&c| &header[c]).collect::<Vec<_>>(),
+                "summary": format!("{stem}_summary.csv"),
+                "figure": figure.map(|_| format!("{stem}.svg")),
+            }),
+        );
+    }
+
+    let summary = json!({
+        "schema": "dlp.sweep.gather.v1",
+        "name": sweep.name,
+        "sweep_id": sweep.id,
+        "tasks": sweep.tasks.len(),
+        "complete": done.len(),
+        "missing": missing,
+        "axes": axes,
+        "seeds": sweep.description.seeds,
+        "stats_note": "per configuration (axis values and key columns) over seeds: n finite values, mean, sample std (n-1), min, median, max",
+        "files": files,
+        "run_summaries": summaries(sweep, &done, &configs)?,
+    });
+    run.write_json("summary.json", &summary)?;
+    run.write_meta(&json!({"sweep": sweep.dir(), "runs": done.len()}))?;
+    let _ = std::fs::remove_dir_all(&final_dir);
+    std::fs::rename(&tmp, &final_dir)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), final_dir.display()))?;
+    Ok(Gathered { dir: final_dir, complete: done.len(), missing })
+}
+
+/// One figure per CSV file: a panel per value column (at most four), x = the first numeric
+/// key column with more than one value, one band (mean ± sd) per configuration and other key
+/// values. `None` when the file has no such x column.
+#[allow(clippy::too_many_arguments)]
+fn band_figure(
+    sweep: &Sweep,
+    stem: &str,
+    header: &[String],
+    is_key: &[bool],
+    values: &[usize],
+    order: &[Vec<String>],
+    groups: &HashMap<Vec<String>, Vec<Vec<f64>>>,
+    n_axes: usize,
+) -> Option<Figure> {
+    let keys: Vec<usize> = (0..header.len()).filter(|&c| is_key[c]).collect();
+    let x_pos = keys.iter().position(|&c| {
+        let xs: Vec<&str> =
+            order.iter().map(|k| k[n_axes + keys.iter().position(|&d| d == c).unwrap_or(0)].as_str()).collect();
+        xs.iter().all(|x| x.trim().parse::<f64>().is_ok()) && xs.iter().any(|x| *x != xs[0])
+    })?;
+    let label = |key: &[String]| {
+        let mut parts: Vec<String> = key[..n_axes].to_vec();
+        parts.extend(key[n_axes..].iter().enumerate().filter(|(k, _)| *k != x_pos).map(|(_, v)| v.clone()));
+        if parts.is_empty() { "all".to_string() } else { parts.join(" ") }
+    };
+    let mut labels: Vec<String> = Vec::new();
+    for key in order {
+        let l = label(key);
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    let panels = values
+        .iter()
+        .enumerate()
+        .take(4)
+        .map(|(k, &c)| {
+            let bands = labels
+                .iter()
+                .map(|l| Band {
+                    label: l.clone(),
+                    points: order
+                        .iter()
+                        .filter(|key| label(key) == *l)
+                        .map(|key| {
+                            let x = key[n_axes + x_pos].trim().parse().unwrap_or(f64::NAN);
+                            let (_, [mean, std, ..]) = describe(&groups[key][k]);
+                            (x, mean, mean - std, mean + std)
+                        })
+                        .collect(),
+                })
+                .collect();
+            Panel::Bands {
+                title: header[c].clone(),
+                x_label: header[keys[x_pos]].clone(),
+                y_label: header[c].clone(),
+                bands,
+            }
+        })
+        .collect();
+    let n = sweep.description.seeds.len();
+    Some(Figure {
+        caption: format!("{} sweep {}: {stem}, mean ± 1 sd over {n} seeds", sweep.name, sweep.id),
+        labels,
+        panels,
+    })
+}
+
+/// Numeric and boolean leaves of a JSON document as `path → value` (`samplers.3.acceptance`;
+/// `true` is 1, so a claim's mean is the fraction of seeds where it held).
+fn leaves(value: &Value, path: String, out: &mut Vec<(String, f64)>) {
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match value {
+        Value::Number(n) => out.extend(n.as_f64().map(|x| (path, x))),
+        Value::Bool(b) => out.push((path, f64::from(u8::from(*b)))),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, v)| leaves(v, join(&i.to_string()), out)),
+        Value::Object(m) => m.iter().for_each(|(k, v)| leaves(v, join(k), out)),
+        _ => {}
+    }
+}
+
+/// The leaves of one run's `summary.json`.
+type Leaves = Vec<(String, f64)>;
+
+/// The runs' `summary.json` leaves per configuration: mean, std, min, median, max over seeds
+/// (leaves present in every run of the configuration).
+fn summaries(sweep: &Sweep, done: &[usize], configs: &[Vec<String>]) -> Result<Vec<Value>> {
+    let mut order: Vec<&Vec<String>> = Vec::new();
+    let mut by_config: HashMap<&Vec<String>, Vec<Leaves>> = HashMap::new();
+    for &i in done {
+        let path = sweep.run_dir(i).join("summary.json");
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let doc: Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
+        let mut l = Vec::new();
+        leaves(&doc, String::new(), &mut l);
+        let slot = by_config.entry(&configs[i]).or_default();
+        if slot.is_empty() {
+            order.push(&configs[i]);
+        }
+        slot.push(l);
+    }
+    Ok(order
+        .into_iter()
+        .map(|config| {
+            let runs = &by_config[config];
+            let mut stats = Map::new();
+            for (path, _) in &runs[0] {
+                let xs: Vec<f64> = runs.iter().filter_map(|r| r.iter().find(|(p, _)| p == path).map(|l| l.1)).collect();
+                if xs.len() == runs.len() {
+                    let (n, [mean, std, min, median, max]) = describe(&xs);
+                    stats.insert(
+                        path.clone(),
+                        json!({"n": n, "mean": mean, "std": std, "min": min, "median": median, "max": max}),
+                    );
+                }
+            }
+            let names = sweep.description.axes.iter().map(|a| a.0.clone());
+            let config: Map<String, Value> = names.zip(config.iter().map(|v| json!(v))).collect();
+            json!({"config": config, "runs": runs.len(), "stats": stats})
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_gives_the_sample_moments_and_quantiles_of_the_finite_values() {
+        let (n, [mean, std, min, median, max]) = describe(&[1.0, 2.0, 4.0, f64::NAN]);
+        assert_eq!(n, 3);
+        assert!((mean - 7.0 / 3.0).abs() < 1e-15);
+        // Σ(x − 7/3)² = 16/9 + 1/9 + 25/9 = 42/9, over n − 1 = 2: 7/3.
+        assert!((std - (7.0f64 / 3.0).sqrt()).abs() < 1e-15);
+        assert_eq!((min, median, max), (1.0, 2.0, 4.0));
+        assert!(describe(&[3.0]).1[1].is_nan());
+        assert_eq!(describe(&[]).0, 0);
+    }
+
+    #[test]
+    fn json_leaves_are_numbers_and_booleans_with_dotted_paths() {
+        let doc = json!({"a": 1, "b": [{"c": 2.5, "d": "text"}, true], "e": null});
+        let mut out = Vec::new();
+        leaves(&doc, String::new(), &mut out);
+        assert_eq!(out, [("a".to_string(), 1.0), ("b.0.c".to_string(), 2.5), ("b.1".to_string(), 1.0)]);
+    }
+}
