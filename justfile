@@ -48,6 +48,23 @@ test:
         cargo test --workspace
     fi
 
+# pytest runs from the repository root (so `import dlp` finds the installed package, not
+# python/dlp without its extension); pytest's exit code 5 (no test collected) is a failure.
+# Build and install the Python package (python/, release wheel), then run its pytest suite.
+test-python:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    pipi() { python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages "$@"; }
+    pipi numpy pytest
+    pipi ./python
+    rc=0
+    python3 -m pytest -q python/tests || rc=$?
+    if [ "$rc" -eq 5 ]; then
+        echo "error: pytest collected no tests in python/tests" >&2
+        exit 1
+    fi
+    exit "$rc"
+
 # Statistical and large exact tests, in release (ignored tests and the `stat` feature).
 test-stat:
     cargo test -p dlp-exact --release --features stat -- --include-ignored

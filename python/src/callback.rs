@@ -1,0 +1,138 @@
+//! A target whose f and ∇f come from a Python callable called on the whole batch.
+//!
+//! The callable receives the batch as an `n × d` int64 array of model values (−1/+1 for spin)
+//! and returns `(f, grad)`: f of shape `(n,)`, ∇f with respect to those values of shape
+//! `(n, d)` (binary, spin) or `(n, d, K)` (categorical, one-hot). The samplers move the bit
+//! x = (s + 1)/2 of a spin, so a spin gradient is multiplied by ds/dx = 2 here.
+//!
+//! The GIL is taken only inside the call. The call cannot fail through the infallible
+//! [`Target`] methods, so a Python exception or a result of the wrong shape is parked (the
+//! first one, with its Python exception), NaN is written, and [`Target::take_error`] reports it
+//! to the runner, which stops the run after that step; the front end then raises the parked
+//! exception as a `ValueError` with the original as its cause.
+
+use dlp_core::{DomainKind, EvalError, Space, Target};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use std::sync::Mutex;
+
+/// The callback model.
+pub struct CallbackTarget {
+    space: Space,
+    func: Py<PyAny>,
+    /// The first failure since the last `take_error`: the runner's message and the exception.
+    error: Mutex<Option<(EvalError, PyErr)>>,
+    /// The exception kept for the front end after the runner took the `EvalError`.
+    py_error: Mutex<Option<PyErr>>,
+}
+
+impl CallbackTarget {
+    /// A callback model on `space`.
+    pub fn new(space: Space, func: Py<PyAny>) -> Self {
+        CallbackTarget { space, func, error: Mutex::new(None), py_error: Mutex::new(None) }
+    }
+
+    /// The Python exception of the last failed call, if any (cleared).
+    pub fn take_py_error(&self) -> Option<PyErr> {
+        if let Some((_, e)) = self.error.lock().ok()?.take() {
+            return Some(e);
+        }
+        self.py_error.lock().ok()?.take()
+    }
+
+    /// Calls the function on `xs` and copies f (and ∇f) out; `Err` holds the one-line message.
+    fn call(&self, py: Python<'_>, xs: &[u32], f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), PyErr> {
+        let space = &self.space;
+        let (n, d) = (f.len(), space.d);
+        let vals: Vec<i64> = xs.iter().map(|&c| space.value(c)).collect();
+        let x = PyArray1::from_vec(py, vals).reshape([n, d])?;
+        let out = self.func.bind(py).call1((x,)).map_err(|e| {
+            let msg = format!("log_density_grad raised {}", exception_text(py, &e));
+            let err = pyo3::exceptions::PyValueError::new_err(msg);
+            err.set_cause(py, Some(e));
+            err
+        })?;
+        let bad = |m: String| pyo3::exceptions::PyValueError::new_err(format!("log_density_grad {m}"));
+        let (fo, go): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            out.extract().map_err(|_| bad("must return a pair (f, grad) of arrays".into()))?;
+        let fa: PyReadonlyArrayDyn<'_, f64> = fo
+            .extract()
+            .map_err(|_| bad(format!("returned f of type {}, expected a float64 array", type_name(&fo))))?;
+        if fa.shape() != [n] {
+            return Err(bad(format!("returned f of shape {:?}, expected ({n},)", fa.shape())));
+        }
+        for (o, &v) in f.iter_mut().zip(fa.as_array().iter()) {
+            *o = v;
+        }
+        if let Some(grad) = grad {
+            let ga: PyReadonlyArrayDyn<'_, f64> = go
+                .extract()
+                .map_err(|_| bad(format!("returned grad of type {}, expected a float64 array", type_name(&go))))?;
+            let want: Vec<usize> = match space.kind {
+                DomainKind::Categorical => vec![n, d, space.k()],
+                _ => vec![n, d],
+            };
+            if ga.shape() != want.as_slice() {
+                return Err(bad(format!("returned grad of shape {:?}, expected {:?}", ga.shape(), want)));
+            }
+            // Samplers differentiate with respect to the bit x; for a spin s = 2x − 1.
+            let scale = if space.kind == DomainKind::Spin { 2.0 } else { 1.0 };
+            for (o, &v) in grad.iter_mut().zip(ga.as_array().iter()) {
+                *o = scale * v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the call with the GIL; on failure parks the error and writes NaN.
+    fn call_or_park(&self, xs: &[u32], f: &mut [f64], mut grad: Option<&mut [f64]>) {
+        let r = Python::attach(|py| self.call(py, xs, f, grad.as_deref_mut()));
+        if let Err(e) = r {
+            f.fill(f64::NAN);
+            if let Some(g) = grad {
+                g.fill(f64::NAN);
+            }
+            if let Ok(mut slot) = self.error.lock()
+                && slot.is_none()
+            {
+                let message = Python::attach(|py| e.value(py).str().map(|s| dlp_cli::one_line(&s.to_string())))
+                    .unwrap_or_default();
+                *slot = Some((EvalError::Device { device: "python callback".into(), message }, e));
+            }
+        }
+    }
+}
+
+/// `Type: message` of an exception, on one line.
+fn exception_text(py: Python<'_>, e: &PyErr) -> String {
+    let ty = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
+    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    dlp_cli::one_line(&format!("{ty}: {msg}"))
+}
+
+/// The Python type name of an object, for messages.
+fn type_name(o: &Bound<'_, PyAny>) -> String {
+    o.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+impl Target for CallbackTarget {
+    fn space(&self) -> &Space {
+        &self.space
+    }
+
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        self.call_or_park(xs, out, None);
+    }
+
+    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+        self.call_or_park(xs, log_density, Some(grad));
+    }
+
+    fn take_error(&self) -> Option<EvalError> {
+        let (e, py) = self.error.lock().ok()?.take()?;
+        if let Ok(mut slot) = self.py_error.lock() {
+            *slot = Some(py);
+        }
+        Some(e)
+    }
+}

@@ -1,0 +1,253 @@
+//! `dlp.sample`: the runner (`dlp_core::run_chains`) on a model, with the GIL released while
+//! Rust runs and Ctrl-C honoured.
+//!
+//! The run goes on a scoped thread while the calling (normally the main) thread waits for it
+//! without the GIL, waking every 50 ms to let Python run its signal handlers: Python only
+//! runs them on the main thread, so a run that held that thread in Rust could not be
+//! interrupted. A pending KeyboardInterrupt sets a flag that the [`Guarded`] target reports
+//! through `take_error`, which the runner checks after every step; the run stops there and
+//! the exception is re-raised. A Python callback model runs as one task on one thread, so its
+//! function is called once per sampler step with every chain (and never from two threads).
+
+use crate::{PyModel, py_err, to_indices, to_values, value_error};
+use dlp_cli::CliError;
+use dlp_core::{
+    Batch, Capabilities, EvalError, Observer, RunOptions, Space, States, StepContext, StepInfo, Target, run_chains,
+};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// `step_size`, if given, must be finite and > 0 (the CLI's `--step-size` rule).
+pub fn check_step_size(step_size: Option<f64>) -> PyResult<()> {
+    match step_size {
+        Some(a) if !(a.is_finite() && a > 0.0) => {
+            Err(value_error(format!("step_size must be a finite number > 0, got {a}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A target that forwards everything to `inner` and reports an interrupt as an evaluation
+/// error, so that the runner stops at the end of the current step.
+struct Guarded<'a> {
+    inner: &'a dyn Target,
+    stop: &'a AtomicBool,
+}
+
+impl Target for Guarded<'_> {
+    fn space(&self) -> &Space {
+        self.inner.space()
+    }
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        self.inner.log_density_batch(xs, out)
+    }
+    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
+        self.inner.log_density_grad_batch(xs, f, grad)
+    }
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+        self.inner.coordinate_deltas(x, i, out)
+    }
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
+        self.inner.flip_deltas(x, out)
+    }
+    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
+        self.inner.cheap_flip_delta(x, i)
+    }
+    fn n_data(&self) -> Option<usize> {
+        self.inner.n_data()
+    }
+    fn evaluate(&self, xs: &[u32], batch: Batch<'_>, f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), EvalError> {
+        self.inner.evaluate(xs, batch, f, grad)
+    }
+    fn take_error(&self) -> Option<EvalError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Some(EvalError::Device { device: "python".into(), message: "interrupted".into() });
+        }
+        self.inner.take_error()
+    }
+    fn capabilities(&self) -> Capabilities<'_> {
+        self.inner.capabilities()
+    }
+}
+
+/// One task's record: acceptance and changed coordinates per chain, and the kept states.
+struct Record {
+    n: usize,
+    accepted: Vec<u64>,
+    accept_prob: Vec<f64>,
+    changed: Vec<u64>,
+    keep: Option<(usize, usize)>,
+    kept_steps: Vec<usize>,
+    kept: Vec<u32>,
+}
+
+impl Observer for Record {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
+        for (j, s) in info.iter().enumerate() {
+            self.accepted[j] += u64::from(s.accepted);
+            self.accept_prob[j] += s.accept_prob;
+            self.changed[j] += u64::from(s.n_changed);
+        }
+        if let Some((burn_in, thin)) = self.keep
+            && ctx.step > burn_in
+            && (ctx.step - burn_in).is_multiple_of(thin)
+        {
+            self.kept_steps.push(ctx.step);
+            self.kept.extend_from_slice(states.positions());
+        }
+    }
+}
+
+/// Runs `chains` chains of `sampler` for `steps` steps (see `dlp.sample`). Returns a dict of
+/// numpy arrays: `final` (chains × d values), `trace` (kept × chains × d, or None),
+/// `trace_steps`, `accept_rate` and `accept_prob` (per chain, mean over steps), `changed`
+/// (per chain, mean coordinates changed per step).
+#[pyfunction]
+#[pyo3(signature = (model, sampler, *, step_size, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace))]
+#[allow(clippy::too_many_arguments)]
+pub fn sample<'py>(
+    py: Python<'py>,
+    model: &PyModel,
+    sampler: &str,
+    step_size: Option<f64>,
+    preconditioner: Option<Vec<f64>>,
+    batch_size: Option<usize>,
+    chains: usize,
+    steps: usize,
+    burn_in: usize,
+    thin: usize,
+    seed: u64,
+    threads: usize,
+    init: Option<PyReadonlyArray2<'py, i64>>,
+    random_init: bool,
+    keep_trace: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    check_step_size(step_size)?;
+    if chains == 0 {
+        return Err(value_error("chains must be at least 1"));
+    }
+    if thin == 0 {
+        return Err(value_error("thin must be at least 1"));
+    }
+    if batch_size == Some(0) {
+        return Err(value_error("batch_size must be at least 1"));
+    }
+    let target = model.target();
+    let space = target.space().clone();
+    if let Some(h) = &preconditioner
+        && h.len() != space.d
+    {
+        return Err(value_error(format!(
+            "preconditioner has {} entries, the model has d = {} coordinates",
+            h.len(),
+            space.d
+        )));
+    }
+    let params = dlp_samplers::SamplerParams { step_size, preconditioner, batch_size, ..Default::default() };
+    let kernel = dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
+    let x0 = match &init {
+        Some(a) => {
+            let x0 = to_indices(&space, a, "init")?;
+            if x0.len() != chains * space.d {
+                return Err(value_error(format!("init has {} rows, expected chains = {chains}", x0.len() / space.d)));
+            }
+            x0
+        }
+        None => dlp_cli::initial_states(&space, chains, random_init, seed),
+    };
+    let callback = model.callback().is_some();
+    // A callback model: one task on one thread, so one call per step for the whole batch.
+    let options = if callback {
+        RunOptions { seed, threads: 1, chains_per_task: chains }
+    } else {
+        RunOptions { seed, threads, chains_per_task: 0 }
+    };
+    let keep = keep_trace.then_some((burn_in, thin));
+    let stop = AtomicBool::new(false);
+    let guarded = Guarded { inner: target, stop: &stop };
+    let make = |_, n| Record {
+        n,
+        accepted: vec![0; n],
+        accept_prob: vec![0.0; n],
+        changed: vec![0; n],
+        keep,
+        kept_steps: Vec::new(),
+        kept: Vec::new(),
+    };
+    let (result, interrupt) = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let (kernel, guarded, x0, options, make) = (&kernel, &guarded, &x0, &options, &make);
+            s.spawn(move || {
+                let _ = tx.send(run_chains(kernel.as_ref(), guarded, x0, steps, options, make));
+            });
+            let mut interrupt: Option<PyErr> = None;
+            loop {
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(r) => return (Some(r), interrupt),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if interrupt.is_none()
+                            && let Err(e) = Python::attach(|py| py.check_signals())
+                        {
+                            interrupt = Some(e);
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    // The run thread panicked; the scope re-raises its panic.
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return (None, interrupt),
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupt {
+        return Err(e);
+    }
+    if let Some(c) = model.callback()
+        && let Some(e) = c.take_py_error()
+    {
+        return Err(e);
+    }
+    let output = match result {
+        Some(r) => r.map_err(|e| py_err(CliError::from_run(e)))?,
+        None => return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error: the sampling thread failed")),
+    };
+    let d = space.d;
+    let out = PyDict::new(py);
+    out.set_item("final", to_values(py, &space, &output.final_states)?)?;
+    let per_step = |v: Vec<f64>| PyArray1::from_vec(py, v.into_iter().map(|x| x / steps.max(1) as f64).collect());
+    let mut acc = Vec::with_capacity(chains);
+    let mut prob = Vec::with_capacity(chains);
+    let mut changed = Vec::with_capacity(chains);
+    for r in &output.observers {
+        acc.extend(r.accepted.iter().map(|&a| a as f64));
+        prob.extend_from_slice(&r.accept_prob);
+        changed.extend(r.changed.iter().map(|&c| c as f64));
+    }
+    out.set_item("accept_rate", per_step(acc))?;
+    out.set_item("accept_prob", per_step(prob))?;
+    out.set_item("changed", per_step(changed))?;
+    if keep_trace {
+        // Each task kept (steps × its chains × d); interleave into (steps × all chains × d).
+        let steps_kept = output.observers.first().map_or(0, |r| r.kept_steps.len());
+        let mut trace = Vec::with_capacity(steps_kept * chains * d);
+        for k in 0..steps_kept {
+            for r in &output.observers {
+                trace.extend_from_slice(&r.kept[k * r.n * d..(k + 1) * r.n * d]);
+            }
+        }
+        let values = to_values(py, &space, &trace)?;
+        out.set_item("trace", values.reshape([steps_kept, chains, d])?)?;
+        let kept_steps: Vec<i64> =
+            output.observers.first().map_or(Vec::new(), |r| r.kept_steps.iter().map(|&s| s as i64).collect());
+        out.set_item("trace_steps", PyArray1::from_vec(py, kept_steps))?;
+    } else {
+        out.set_item("trace", py.None())?;
+        out.set_item("trace_steps", py.None())?;
+    }
+    out.set_item("sampler", kernel.name())?;
+    Ok(out)
+}
