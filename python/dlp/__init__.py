@@ -266,7 +266,7 @@ class Sample:
 def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.4, chains: int = 100,
            steps: int = 2000, burn_in: int = 0, thin: int = 1, seed: int = 0, threads: Optional[int] = None,
            init: Union[str, Any] = "random", trace: bool = False, preconditioner: Optional[Sequence[float]] = None,
-           batch_size: Optional[int] = None) -> Sample:
+           batch_size: Optional[int] = None, step_size_min: Optional[float] = None) -> Sample:
     """Runs ``chains`` chains of ``sampler`` (any name of :func:`samplers`) for ``steps`` steps.
 
     ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp sample``), ``"zeros"`` (first
@@ -274,6 +274,9 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
     states after step ``burn_in`` are kept every ``thin`` steps. ``step_size=None`` for
     samplers without one. The same seed gives the same arrays for any ``threads``
     (None = one per core); Ctrl-C stops the run and raises KeyboardInterrupt.
+    ``preconditioner`` (pdula/pdmala), ``batch_size`` (sg-* samplers on data models) and
+    ``step_size_min`` (acs-* samplers) are the CLI's ``--preconditioner``, ``--batch-size``
+    and ``--step-size-min``.
     """
     inner = _model(model)
     if not isinstance(sampler, str):
@@ -296,6 +299,7 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
         init_array = _int_array(init, "init")
     pre = None if preconditioner is None else [float(h) for h in _float_array(preconditioner, "preconditioner")]
     raw = _dlp.sample(inner, sampler, step_size=None if step_size is None else float(step_size),
+                      step_size_min=None if step_size_min is None else float(step_size_min),
                       preconditioner=pre, batch_size=None if batch_size is None else _count(batch_size, "batch_size", 1),
                       chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed, threads=threads,
                       init=init_array, random_init=random_init, keep_trace=bool(trace))

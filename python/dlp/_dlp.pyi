@@ -42,6 +42,7 @@ def sample(
     sampler: str,
     *,
     step_size: Optional[float],
+    step_size_min: Optional[float],
     preconditioner: Optional[list[float]],
     batch_size: Optional[int],
     chains: int,

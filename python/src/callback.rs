@@ -47,6 +47,10 @@ impl CallbackTarget {
         let vals: Vec<i64> = xs.iter().map(|&c| space.value(c)).collect();
         let x = PyArray1::from_vec(py, vals).reshape([n, d])?;
         let out = self.func.bind(py).call1((x,)).map_err(|e| {
+            // Ctrl-C (or SystemExit) inside the callback is not bad input: it passes through.
+            if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                return e;
+            }
             let msg = format!("log_density_grad raised {}", exception_text(py, &e));
             let err = pyo3::exceptions::PyValueError::new_err(msg);
             err.set_cause(py, Some(e));

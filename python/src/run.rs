@@ -107,13 +107,14 @@ impl Observer for Record {
 /// `trace_steps`, `accept_rate` and `accept_prob` (per chain, mean over steps), `changed`
 /// (per chain, mean coordinates changed per step).
 #[pyfunction]
-#[pyo3(signature = (model, sampler, *, step_size, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace))]
+#[pyo3(signature = (model, sampler, *, step_size, step_size_min, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace))]
 #[allow(clippy::too_many_arguments)]
 pub fn sample<'py>(
     py: Python<'py>,
     model: &PyModel,
     sampler: &str,
     step_size: Option<f64>,
+    step_size_min: Option<f64>,
     preconditioner: Option<Vec<f64>>,
     batch_size: Option<usize>,
     chains: usize,
@@ -127,6 +128,11 @@ pub fn sample<'py>(
     keep_trace: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     check_step_size(step_size)?;
+    if let Some(a) = step_size_min
+        && !(a.is_finite() && a > 0.0)
+    {
+        return Err(value_error(format!("step_size_min must be a finite number > 0, got {a}")));
+    }
     if chains == 0 {
         return Err(value_error("chains must be at least 1"));
     }
@@ -147,7 +153,7 @@ pub fn sample<'py>(
             space.d
         )));
     }
-    let params = dlp_samplers::SamplerParams { step_size, preconditioner, batch_size, ..Default::default() };
+    let params = dlp_samplers::SamplerParams { step_size, preconditioner, batch_size, step_size_min };
     let kernel = dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
     let x0 = match &init {
         Some(a) => {

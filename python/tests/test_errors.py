@@ -124,3 +124,12 @@ def test_keyboard_interrupt_stops_a_run(ising):
             dlp.sample(ising, "dmala", chains=4, steps=10**9)
     finally:
         timer.cancel()
+
+
+def test_ctrl_c_inside_a_callback_is_a_keyboard_interrupt():
+    def interrupted(x):
+        raise KeyboardInterrupt
+
+    m = dlp.Model.from_callable(3, "binary", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dlp.sample(m, "dmala", chains=2, steps=10)
