@@ -89,6 +89,15 @@ impl Base {
         }
     }
 
+    /// p₀(x) of one coordinate.
+    pub fn density(&self, x: f64) -> f64 {
+        let phi = |t: f64| (-0.5 * t * t).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        match self {
+            Base::Gaussian => phi(x),
+            Base::Mixture { weights, means } => weights.iter().zip(means).map(|(w, m)| w * phi(x - m)).sum(),
+        }
+    }
+
     /// d/dx log p₀(x) of one coordinate (−x for N(0, 1)).
     pub fn score(&self, x: f64) -> f64 {
         match self {

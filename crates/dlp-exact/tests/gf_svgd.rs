@@ -41,8 +41,8 @@ fn worst_z(sampler: &str, t: &dyn Target, n: usize, steps: usize, seed: u64) -> 
     let s = build_sampler(sampler, &SamplerParams::default()).unwrap();
     // Every particle starts at value 0 everywhere (`--init zeros`), the hardest start.
     let x0 = vec![0u32; n * d];
-    let out = run_chains(s.as_ref(), t, &x0, steps, &RunOptions { seed, threads: 2, chains_per_task: 0 }, |_, _| ())
-        .unwrap();
+    let out =
+        run_chains(s.as_ref(), t, &x0, steps, &RunOptions { seed, threads: 2, chains_per_task: 0 }, |_, _| ()).unwrap();
     let exact = exact_marginals(t);
     let mut est = vec![0.0; d * k];
     for row in out.final_states.chunks(d) {

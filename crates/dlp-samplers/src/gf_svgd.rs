@@ -280,7 +280,8 @@ impl GfSvgd {
         if d == 0 || !x0.len().is_multiple_of(d) || x0.is_empty() {
             return Err(SamplerError::BadInitialState(format!("{} values do not form rows of d = {d}", x0.len())));
         }
-        let unsupported = |message: String| SamplerError::Unsupported { sampler: "gf-svgd".into(), message };
+        let name = if config.surrogate == SurrogateKind::Relaxed { "gf-svgd-relaxed" } else { "gf-svgd" };
+        let unsupported = |message: String| SamplerError::Unsupported { sampler: name.into(), message };
         if let Some(v) = x0.iter().find(|v| !v.is_finite()) {
             return Err(SamplerError::BadInitialState(format!("particle coordinate {v} is not finite")));
         }
@@ -295,7 +296,7 @@ impl GfSvgd {
         match optimizer {
             Optimizer::Plain { step: e } | Optimizer::Adam { lr: e, .. } if !(e.is_finite() && e > 0.0) => {
                 return Err(SamplerError::BadParameter {
-                    sampler: "gf-svgd".into(),
+                    sampler: name.into(),
                     message: format!("step size must be a finite number > 0, got {e}"),
                 });
             }

@@ -1,0 +1,231 @@
+//! The experiments of Han et al. (AISTATS 2020, paper 004) on GF-SVGD (`dlp_samplers::gf_svgd`):
+//! the 1-D categorical toys of Figs. 1, 2 and 7 (§3, §4.2, App. A) and the 10 × 10 Ising grid of
+//! Fig. 3 (§4.3); transforms spec §7.1–7.2. The binaries `004-fig1`, `004-fig2`, `004-fig7`,
+//! `004-fig3` are configuration and output around these functions.
+
+use anyhow::{Result, anyhow};
+use dlp_core::lift::{Base, Partition};
+use dlp_core::rng::derive_seed;
+use dlp_core::{DomainKind, Space, StepInfo, Target, chain_rng, chain_rngs};
+use dlp_models::{CategoricalModel, IsingModel};
+use dlp_samplers::gf_svgd::{GfSvgd, GfSvgdConfig, Optimizer, SurrogateKind, normal_particles};
+
+/// A one-coordinate categorical target with probabilities `probs`.
+pub fn toy_target(probs: &[f64]) -> Result<CategoricalModel> {
+    CategoricalModel::from_probs(Space::categorical(1, probs.len()), probs.to_vec()).map_err(|e| anyhow!("{e}"))
+}
+
+/// Total variation between the empirical law of value indices `states` and `p`.
+pub fn tv(states: &[u32], p: &[f64]) -> f64 {
+    let mut h = vec![0.0; p.len()];
+    for &z in states {
+        h[z as usize] += 1.0 / states.len() as f64;
+    }
+    0.5 * h.iter().zip(p).map(|(a, b)| (a - b).abs()).sum::<f64>()
+}
+
+/// The piecewise target p_c(x) = K p_*(Γ(x)) p₀(x) of a 1-D toy (normalised: every bin has
+/// p₀-mass 1/K, 004 Prop. 4).
+pub fn pc_density(part: &Partition, probs: &[f64], x: f64) -> f64 {
+    probs.len() as f64 * probs[part.bin(x) as usize] * part.base.density(x)
+}
+
+/// One GF-SVGD run on a 1-D toy.
+#[derive(Clone, Debug)]
+pub struct ToyRun {
+    /// TV of Γ(x) to p_* after each iteration 0..=iters.
+    pub tv: Vec<f64>,
+    /// Particle positions at the requested iterations, in order.
+    pub snapshots: Vec<(usize, Vec<f64>)>,
+}
+
+/// A 1-D toy run's settings.
+#[derive(Clone, Debug)]
+pub struct Toy {
+    /// p_* over the K values.
+    pub probs: Vec<f64>,
+    /// The base p₀.
+    pub base: Base,
+    /// Particles n.
+    pub n: usize,
+    /// Iterations.
+    pub iters: usize,
+    /// The update.
+    pub optimizer: Optimizer,
+    /// Particles start from N(init_mean, 1).
+    pub init_mean: f64,
+}
+
+impl Toy {
+    /// n particles from N(`init_mean`, 1) (chain streams of `seed`), `iters` iterations of
+    /// GF-SVGD with ρ = p₀ and importance weights; snapshots at the iterations in `record`.
+    pub fn run(&self, seed: u64, record: &[usize]) -> Result<ToyRun> {
+        let t = toy_target(&self.probs)?;
+        let config =
+            GfSvgdConfig { base: self.base.clone(), optimizer: Some(self.optimizer), ..GfSvgdConfig::default() };
+        let mut s = GfSvgd::new(&config, &t, normal_particles(self.n, 1, self.init_mean, seed))?;
+        let mut changed = vec![0; self.n];
+        let mut out = ToyRun { tv: vec![tv(s.states(), &self.probs)], snapshots: Vec::new() };
+        for it in 0..=self.iters {
+            if record.contains(&it) {
+                out.snapshots.push((it, s.particles().to_vec()));
+            }
+            if it == self.iters {
+                break;
+            }
+            s.step(&t, &mut changed)?;
+            out.tv.push(tv(s.states(), &self.probs));
+        }
+        Ok(out)
+    }
+}
+
+/// TV of n i.i.d. draws from `probs` (draw j from chain stream j of `seed`): the Monte Carlo
+/// level the particles are compared with.
+pub fn iid_tv(probs: &[f64], n: usize, seed: u64) -> f64 {
+    let states: Vec<u32> = (0..n)
+        .map(|j| {
+            let total: f64 = probs.iter().sum();
+            dlp_core::draw::sample_weights(probs, total, &mut chain_rng(seed, j)) as u32
+        })
+        .collect();
+    tv(&states, probs)
+}
+
+/// p_*(z) ∝ exp(σ_p Σ_{(i,j)∈E} z_i z_j) on the L × L grid, open boundary, spins, no field
+/// (spec §7.2 [R]).
+pub fn grid_ising(l: usize, sigma: f64) -> Result<IsingModel> {
+    IsingModel::lattice(&[l, l], false, sigma, vec![0.0; l * l], DomainKind::Spin).map_err(|e| anyhow!("{e}"))
+}
+
+/// MSE of the particle estimate of E[z] (= 0 without a field), averaged over coordinates.
+fn mse_zero_mean(states: &[u32], d: usize) -> f64 {
+    let n = states.len() / d;
+    let mut m = vec![0.0; d];
+    for row in states.chunks(d) {
+        for (mi, &c) in m.iter_mut().zip(row) {
+            *mi += (2.0 * c as f64 - 1.0) / n as f64;
+        }
+    }
+    m.iter().map(|v| v * v).sum::<f64>() / d as f64
+}
+
+/// The methods of Fig. 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsingMethod {
+    /// GF-SVGD, ρ = p₀ (the paper's choice), Adam lr `lr`.
+    GfSvgd,
+    /// GF-SVGD with the relaxed surrogate (our extra row, spec §7.2).
+    GfSvgdRelaxed,
+    /// Systematic-scan Gibbs, one sweep per iteration, same start Γ(x).
+    Gibbs,
+}
+
+impl IsingMethod {
+    /// Label in files and legends.
+    pub fn label(self) -> &'static str {
+        match self {
+            IsingMethod::GfSvgd => "gf-svgd",
+            IsingMethod::GfSvgdRelaxed => "gf-svgd-relaxed",
+            IsingMethod::Gibbs => "gibbs",
+        }
+    }
+}
+
+/// One trial of Fig. 3: n particles (or chains) from x ~ N(−2, 1) (Gibbs starts at sign(x)),
+/// `iters` iterations; returns (MSE of E[z], mean weight ESS of the last iteration or NaN).
+pub fn ising_trial(
+    model: &IsingModel,
+    method: IsingMethod,
+    n: usize,
+    iters: usize,
+    lr: f64,
+    seed: u64,
+) -> Result<(f64, f64)> {
+    let d = model.space().d;
+    let x0 = normal_particles(n, d, -2.0, seed);
+    match method {
+        IsingMethod::GfSvgd | IsingMethod::GfSvgdRelaxed => {
+            let surrogate = if method == IsingMethod::GfSvgd { SurrogateKind::Base } else { SurrogateKind::Relaxed };
+            let config = GfSvgdConfig { surrogate, optimizer: Some(Optimizer::adam(lr)), ..GfSvgdConfig::default() };
+            let mut s = GfSvgd::new(&config, model, x0)?;
+            let mut changed = vec![0; n];
+            let mut ess = f64::NAN;
+            for _ in 0..iters {
+                ess = s.step(model, &mut changed)?.ess;
+            }
+            Ok((mse_zero_mean(s.states(), d), ess))
+        }
+        IsingMethod::Gibbs => {
+            let z0: Vec<u32> = x0.iter().map(|&x| (x >= 0.0) as u32).collect();
+            let sampler = dlp_samplers::build_sampler("gibbs-sweep", &Default::default())?;
+            let mut chains = sampler.start(model, &z0)?;
+            let mut rngs = chain_rngs(derive_seed(seed, &[1]), 0, n);
+            let mut info = vec![StepInfo::default(); n];
+            for _ in 0..iters * d {
+                chains.try_step(&mut rngs, &mut info, dlp_core::Batch::Full)?;
+            }
+            Ok((mse_zero_mean(chains.positions(), d), f64::NAN))
+        }
+    }
+}
+
+/// `runs` (one per seed, in seed order) of `toy`, seeds `seed_base + s` for s < `seeds`, in
+/// parallel over seeds (each run is deterministic, so the order of work does not matter).
+pub fn toy_seeds(toy: &Toy, seed_base: u64, seeds: usize, record: &[usize]) -> Result<Vec<ToyRun>> {
+    use rayon::prelude::*;
+    (0..seeds as u64).into_par_iter().map(|s| toy.run(derive_seed(seed_base, &[s]), record)).collect()
+}
+
+/// (mean, max) over runs of the TV after iteration `it`.
+pub fn tv_stats(runs: &[ToyRun], it: usize) -> (f64, f64) {
+    let v: Vec<f64> = runs.iter().map(|r| r.tv[it]).collect();
+    (v.iter().sum::<f64>() / v.len() as f64, v.iter().copied().fold(0.0, f64::max))
+}
+
+/// (mean, 95% quantile) of the TV of n i.i.d. draws over `reps` replications.
+pub fn iid_tv_stats(probs: &[f64], n: usize, seed_base: u64, reps: usize) -> (f64, f64) {
+    let mut v: Vec<f64> = (0..reps as u64).map(|r| iid_tv(probs, n, derive_seed(seed_base, &[1 << 20, r]))).collect();
+    v.sort_by(f64::total_cmp);
+    (v.iter().sum::<f64>() / reps as f64, v[((0.95 * reps as f64).ceil() as usize).min(reps) - 1])
+}
+
+/// Histogram density of `xs` on `bins` equal bins of [lo, hi] as (bin centre, density) points.
+pub fn histogram(xs: &[f64], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64)> {
+    let w = (hi - lo) / bins as f64;
+    let mut c = vec![0.0; bins];
+    for &x in xs {
+        if x >= lo && x < hi {
+            c[((x - lo) / w) as usize] += 1.0 / (xs.len() as f64 * w);
+        }
+    }
+    c.iter().enumerate().map(|(b, &v)| (lo + (b as f64 + 0.5) * w, v)).collect()
+}
+
+/// (x, y) points of a curve.
+pub type Curve = Vec<(f64, f64)>;
+
+/// (x, p_c(x)) and (x, p₀(x)) on a grid of [lo, hi]: the red and blue lines of Figs. 1, 2, 7.
+pub fn density_curves(part: &Partition, probs: &[f64], lo: f64, hi: f64) -> (Curve, Curve) {
+    let xs: Vec<f64> = (0..=600).map(|i| lo + (hi - lo) * i as f64 / 600.0).collect();
+    (
+        xs.iter().map(|&x| (x, pc_density(part, probs, x))).collect(),
+        xs.iter().map(|&x| (x, part.base.density(x))).collect(),
+    )
+}
+
+/// Rows (label, seed index, iteration, tv) of `runs`.
+pub fn tv_rows(label: &str, runs: &[ToyRun]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (s, r) in runs.iter().enumerate() {
+        for (it, v) in r.tv.iter().enumerate() {
+            rows.push(vec![label.to_string(), s.to_string(), it.to_string(), v.to_string()]);
+        }
+    }
+    rows
+}
+
+/// The mean-TV-vs-iteration curve of `runs`.
+pub fn mean_tv_curve(runs: &[ToyRun]) -> Vec<(f64, f64)> {
+    (0..runs[0].tv.len()).map(|it| (it as f64, tv_stats(runs, it).0)).collect()
+}
