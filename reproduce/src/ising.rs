@@ -58,6 +58,8 @@ pub struct MeanRun {
     pub acceptance: f64,
     /// Changed coordinates per chain-step.
     pub mean_n_changed: f64,
+    /// Gradient evaluations per chain-step (0 for gradient-free samplers).
+    pub grad_evals_per_step: f64,
 }
 
 impl MeanRun {
@@ -94,7 +96,18 @@ impl MeanRun {
             chain0,
             acceptance: obs.iter().map(|o| o.accepted).sum::<u64>() as f64 / chain_steps,
             mean_n_changed: obs.iter().map(|o| o.changed).sum::<u64>() as f64 / chain_steps,
+            grad_evals_per_step: obs.iter().map(|o| o.grad_evals).sum::<u64>() as f64 / chain_steps,
         })
+    }
+
+    /// Median ESS of chain 0 per gradient evaluation over the ESS window (the steps after
+    /// [`ESS_BURN_IN`], at the run's mean gradient evaluations per chain-step); `None` for
+    /// gradient-free samplers. The cost model of the gradient-based samplers' papers, where a
+    /// step's price is its gradient evaluations rather than its wall time.
+    pub fn ess_per_grad_eval(&self) -> Option<f64> {
+        let window = self.chain0.first().map_or(0, Vec::len) as f64;
+        (self.grad_evals_per_step > 0.0 && window > 0.0)
+            .then(|| quantile(&self.ess, 0.5) / (window * self.grad_evals_per_step))
     }
 
     /// ESS / (seconds × (1 − burn-in)), spec §3.2.
@@ -142,13 +155,17 @@ fn paper_values(name: &str) -> Value {
 pub fn fig3_sampler_summary(o: &MeanRun) -> Value {
     json!({
         "sampler": o.sampler.name, "label": o.label(), "step_size": o.sampler.step_size,
-        "exact": o.sampler.name != "dula",
+        "exact": dlp_samplers::registry::find(&o.sampler.name).is_some_and(|(s, _)| s.exact),
+        "grad_evals_per_step": o.grad_evals_per_step, "ess_per_grad_eval_median": o.ess_per_grad_eval(),
         "final_log_rmse": o.curve.last().map(|p| p.log_rmse),
         "ess": five_json(&o.ess), "ess_per_second": five_json(&o.ess_per_second),
         "seconds": o.seconds, "acceptance": o.acceptance, "mean_n_changed": o.mean_n_changed,
         "paper": paper_values(&o.sampler.name),
     })
 }
+
+/// Samplers of fig2/fig3 that the paper does not run (issue 18's comparisons).
+pub const NOT_IN_PAPER: [&str; 3] = ["pas-3", "dlmc", "acs-dmala"];
 
 /// Fig. 3's paper and spec claims, each with whether our run agrees.
 pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
@@ -159,7 +176,11 @@ pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
     let list = |f: &dyn Fn(&MeanRun) -> String| outcomes.iter().map(f).collect::<Vec<_>>().join(", ");
     let mut claims = Claims::default();
     if let Some(dm) = get("dmala") {
-        let others = || outcomes.iter().filter(|o| o.sampler.name != "dmala");
+        // The paper's claims compare DMALA with the paper's samplers; PAS, DLMC and cyclical
+        // DMALA (not in the paper) are reported beside them but not part of its claims.
+        let others = || {
+            outcomes.iter().filter(|o| o.sampler.name != "dmala" && !NOT_IN_PAPER.contains(&o.sampler.name.as_str()))
+        };
         claims.add(
             "DMALA has the lowest log RMSE after the last iteration",
             "paper §7.1, Fig. 3 left",

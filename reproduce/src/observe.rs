@@ -35,6 +35,8 @@ pub struct MeanErrorObserver<'a> {
     pub accepted: u64,
     /// Σ of `n_changed` over all chains and steps.
     pub changed: u64,
+    /// Σ of `grad_evals` over all chains and steps.
+    pub grad_evals: u64,
     /// Chain-steps observed.
     pub chain_steps: u64,
     /// Total seconds inside `step` at the end.
@@ -65,6 +67,7 @@ impl<'a> MeanErrorObserver<'a> {
             record_chain0: first_chain == 0,
             accepted: 0,
             changed: 0,
+            grad_evals: 0,
             chain_steps: 0,
             step_seconds: 0.0,
             bar,
@@ -99,6 +102,7 @@ impl Observer for MeanErrorObserver<'_> {
         for i in info {
             self.accepted += i.accepted as u64;
             self.changed += i.n_changed as u64;
+            self.grad_evals += u64::from(i.grad_evals);
         }
         self.chain_steps += info.len() as u64;
         self.step_seconds = ctx.step_seconds;

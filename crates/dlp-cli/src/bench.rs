@@ -91,14 +91,24 @@ enum PathChoice {
     Both,
 }
 
-/// Upstream experiment scripts' step sizes (`ising_sample.py`, `rbm_sample.py`).
+/// Upstream experiment scripts' step sizes (`ising_sample.py`, `rbm_sample.py`) for DLP.
+/// DLMC and cyclical DMALA on the lattice: the values `fig3` uses (acceptance ≈ 0.57 and
+/// 0.64 on the 5×5 lattice, `paper/fig3.md`); on the 784×500 RBM, where those give
+/// acceptance ≈ 0 and 0.05, h = 0.01 (acceptance ≈ 0.9) and α_max = 0.5, chosen by a short
+/// acceptance check (`paper/performance.md`, issue-18 section).
 fn step_size(model: &str, sampler: &str) -> Option<f64> {
-    // The single-precision variants run with their double-precision sibling's step size.
-    match (model, sampler.trim_end_matches("-f32")) {
+    // The single-precision variants run with their double-precision sibling's step size;
+    // `acs-dmala-<s>` with that of `acs-dmala`.
+    let stem = dlp_samplers::registry::SamplerName::parse(sampler.trim_end_matches("-f32")).stem;
+    match (model, stem.as_str()) {
         ("ising", "dula") => Some(0.2),
         ("ising", "dmala") => Some(0.4),
         ("rbm", "dula") => Some(0.1),
         ("rbm", "dmala") => Some(0.2),
+        ("ising", "dlmc" | "dlmcf") => Some(1.0),
+        ("ising", "acs-dmala" | "acs-dula") => Some(3.0),
+        ("rbm", "dlmc" | "dlmcf") => Some(0.01),
+        ("rbm", "acs-dmala" | "acs-dula") => Some(0.5),
         _ => None,
     }
 }

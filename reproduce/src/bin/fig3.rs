@@ -19,8 +19,10 @@ use dlp_reproduce::ising::{
 use dlp_reproduce::{CommonArgs, Run, parse_samplers};
 use serde_json::json;
 
-/// The paper code's samplers with their step sizes, then GWG-4 and LB-1 (skipped if absent).
-const DEFAULT_SAMPLERS: &str = "bg-1,hb-10-1,gwg,dmala@0.4,dula@0.2,gwg-4,lb";
+/// The paper code's samplers with their step sizes, then GWG-4 and LB-1 (skipped if absent),
+/// then the samplers the field compares against today (issue 18): PAS with paths of 3 flips,
+/// DLMC and cyclical DMALA at the step sizes stated in `paper/fig3.md`.
+const DEFAULT_SAMPLERS: &str = "bg-1,hb-10-1,gwg,dmala@0.4,dula@0.2,gwg-4,lb,pas-3,dlmc@1,acs-dmala@3";
 const OPTIONAL: [&str; 2] = ["gwg-4", "lb"];
 /// Chains of the paper's code (`n_test_samples = 2`).
 const PAPER_CHAINS: usize = 2;
@@ -110,10 +112,11 @@ fn run(args: Args) -> Result<()> {
         };
         let o = MeanRun::new(&run, spec, sampler.as_ref(), &model, &x0, (steps, every), &truth)?;
         println!(
-            "{:<14} final log RMSE {:>7.3}  ESS/s median {:>9.1}  acceptance {:.3}  changed/step {:.2}  {:.2} s/chain",
+            "{:<16} final log RMSE {:>7.3}  ESS/s median {:>9.1}  ESS/grad {:>6}  acceptance {:.3}  changed/step {:.2}  {:.2} s/chain",
             o.label(),
             o.final_log_rmse(),
             quantile(&o.ess_per_second, 0.5),
+            o.ess_per_grad_eval().map_or("—".into(), |e| format!("{e:.4}")),
             o.acceptance,
             o.mean_n_changed,
             o.seconds
