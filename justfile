@@ -37,6 +37,19 @@ reproduce +args:
         "${CARGO_TARGET_DIR:-target}/release/$bin" "$@"
     done
 
+# `just sweep fig3 --seeds 0..8 --quick --samplers dmala@0.4,gwg [--engine slurm --partition P]`:
+# one run per seed and value (a value with commas varies), resumable, gathered (README "Sweeps").
+# Sweep a reproduction binary over seeds and flag values, locally or as a Slurm job array
+sweep name *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -f "reproduce/src/bin/$1.rs" ]; then
+        echo "error: no reproduction binary $1 (have: $(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | tr '\n' ' '))" >&2
+        exit 2
+    fi
+    cargo build --release --quiet -p dlp-reproduce --bin dlp-sweep --bin "$1"
+    exec "${CARGO_TARGET_DIR:-target}/release/dlp-sweep" run "$@"
+
 # Fast test suite (exact tier included, statistical tier excluded): nextest if installed.
 test:
     #!/usr/bin/env bash

@@ -118,7 +118,7 @@ fn split_run_args(argv: &[String]) -> (Cli, Vec<String>) {
     while i < argv.len() {
         let tok = &argv[i];
         let name = tok.strip_prefix("--").map(|b| b.split('=').next().unwrap_or(b));
-        match name.and_then(ours).or_else(|| (tok == "-h").then_some(false)) {
+        match name.and_then(ours).or_else(|| (tok == "-h" || tok == "--help").then_some(false)) {
             Some(takes) => {
                 mine.push(tok.clone());
                 if takes && !tok.contains('=') && i + 1 < argv.len() {

@@ -159,6 +159,27 @@ fn a_failing_task_is_reported_with_its_log_and_leaves_no_run_directory() {
     assert!(names.iter().all(|n| n.starts_with("samplers-dmala@0.4_seed-")), "{names:?}");
 }
 
+#[test]
+fn shipped_sweep_files_expand_against_their_binaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps")).unwrap();
+    let mut n = 0;
+    for f in files.map(|e| e.unwrap().path()) {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = Command::new(env!("CARGO_BIN_EXE_dlp-sweep"))
+            .args(["run", &name, "--dry-run", "--config"])
+            .arg(&f)
+            .arg("--results")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}: {}", f.display(), text(&out));
+        assert!(text(&out).contains(" tasks, 0 done, "), "{}", text(&out));
+        n += 1;
+    }
+    assert!(n >= 1);
+}
+
 /// Stops the private cluster whatever happens to the test.
 struct Cluster(PathBuf);
 
