@@ -149,11 +149,11 @@ pub fn default_target_accept(name: &str) -> f64 {
 
 /// Automatic tuning of cyclical DMALA ([`crate::acs`]): the first half of the warm-up's
 /// windows adapts α_min for plain DMALA (β = ½), the second half α_max for DMALA with the
-/// gradient weighted by β_max, both toward `opts.target_accept`. Both are then capped at 5 and
-/// α_max is raised to α_min if smaller: 5 is where the official code's α_max search starts (`init_big_step` in
-/// `rbm_sample.py`), which it only ever shrinks — on weakly coupled models the β_max proposal
-/// keeps its acceptance above target at any α, and dual averaging would grow α without bound;
-/// below α_min the cycle is constant (plain DMALA at α_min).
+/// gradient weighted by β_max, both toward `opts.target_accept`. Both are then capped at 5
+/// and α_max is raised to α_min if smaller. 5 is where the official code's α_max search
+/// starts (`init_big_step` in `rbm_sample.py`), which it only ever shrinks: on weakly coupled
+/// models the β_max proposal keeps its acceptance above target at any α, and dual averaging
+/// would grow α without bound. With α_max = α_min the cycle is plain DMALA at α_min.
 pub fn adapt_acs(
     params: &SamplerParams,
     target: &dyn Target,
