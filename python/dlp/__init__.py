@@ -266,7 +266,8 @@ class Sample:
 def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.4, chains: int = 100,
            steps: int = 2000, burn_in: int = 0, thin: int = 1, seed: int = 0, threads: Optional[int] = None,
            init: Union[str, Any] = "random", trace: bool = False, preconditioner: Optional[Sequence[float]] = None,
-           batch_size: Optional[int] = None, step_size_min: Optional[float] = None) -> Sample:
+           batch_size: Optional[int] = None, step_size_min: Optional[float] = None,
+           progress: bool = False) -> Sample:
     """Runs ``chains`` chains of ``sampler`` (any name of :func:`samplers`) for ``steps`` steps.
 
     ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp sample``), ``"zeros"`` (first
@@ -276,7 +277,8 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
     (None = one per core); Ctrl-C stops the run and raises KeyboardInterrupt.
     ``preconditioner`` (pdula/pdmala), ``batch_size`` (sg-* samplers on data models) and
     ``step_size_min`` (acs-* samplers) are the CLI's ``--preconditioner``, ``--batch-size``
-    and ``--step-size-min``.
+    and ``--step-size-min``. ``progress=True`` shows the CLI's progress bar on stderr (when
+    stderr is a terminal).
     """
     inner = _model(model)
     if not isinstance(sampler, str):
@@ -302,7 +304,7 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
                       step_size_min=None if step_size_min is None else float(step_size_min),
                       preconditioner=pre, batch_size=None if batch_size is None else _count(batch_size, "batch_size", 1),
                       chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed, threads=threads,
-                      init=init_array, random_init=random_init, keep_trace=bool(trace))
+                      init=init_array, random_init=random_init, keep_trace=bool(trace), progress=bool(progress))
     return Sample(raw)
 
 

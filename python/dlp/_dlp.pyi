@@ -54,6 +54,7 @@ def sample(
     init: Optional[npt.NDArray[np.int64]],
     random_init: bool,
     keep_trace: bool,
+    progress: bool = False,
 ) -> dict[str, Any]: ...
 def kdsd(
     samples: npt.NDArray[np.int64],

@@ -77,6 +77,8 @@ impl Target for Guarded<'_> {
 /// One task's record: acceptance and changed coordinates per chain, and the kept states.
 struct Record {
     n: usize,
+    bar: indicatif::ProgressBar,
+    pending: u64,
     accepted: Vec<u64>,
     accept_prob: Vec<f64>,
     changed: Vec<u64>,
@@ -87,6 +89,11 @@ struct Record {
 
 impl Observer for Record {
     fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
+        self.pending += self.n as u64;
+        if self.pending >= 4096 {
+            self.bar.inc(self.pending);
+            self.pending = 0;
+        }
         for (j, s) in info.iter().enumerate() {
             self.accepted[j] += u64::from(s.accepted);
             self.accept_prob[j] += s.accept_prob;
@@ -107,7 +114,7 @@ impl Observer for Record {
 /// `trace_steps`, `accept_rate` and `accept_prob` (per chain, mean over steps), `changed`
 /// (per chain, mean coordinates changed per step).
 #[pyfunction]
-#[pyo3(signature = (model, sampler, *, step_size, step_size_min, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace))]
+#[pyo3(signature = (model, sampler, *, step_size, step_size_min, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace, progress=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn sample<'py>(
     py: Python<'py>,
@@ -126,6 +133,7 @@ pub fn sample<'py>(
     init: Option<PyReadonlyArray2<'py, i64>>,
     random_init: bool,
     keep_trace: bool,
+    progress: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     check_step_size(step_size)?;
     if let Some(a) = step_size_min
@@ -175,8 +183,12 @@ pub fn sample<'py>(
     let keep = keep_trace.then_some((burn_in, thin));
     let stop = AtomicBool::new(false);
     let guarded = Guarded { inner: target, stop: &stop };
+    // The CLI's bar (hidden when stderr is not a terminal); advanced in batches of steps.
+    let bar = dlp_cli::progress_bar((chains * steps) as u64, &format!("{} ×{chains}", kernel.name()), !progress);
     let make = |_, n| Record {
         n,
+        bar: bar.clone(),
+        pending: 0,
         accepted: vec![0; n],
         accept_prob: vec![0.0; n],
         changed: vec![0; n],
@@ -209,6 +221,7 @@ pub fn sample<'py>(
             }
         })
     });
+    bar.finish_and_clear();
     if let Some(e) = interrupt {
         return Err(e);
     }

@@ -45,6 +45,8 @@ def test_dmala_final_states_follow_the_exact_law(examples):
 
 
 def test_numpy_callback_gives_the_same_chains_as_the_builtin_model(examples):
+    # The callback runs on the runner's thread while this (main) thread waits inside
+    # dlp.sample: it could not take the GIL, and the run would hang, if dlp.sample held it.
     builtin = dlp.Model.from_file(examples / "ising-3.json")
     twin = dlp.Model.from_callable(3, "spin", ising_f_grad)
     x = np.array([[-1, -1, -1], [1, -1, 1], [1, 1, -1]])
@@ -110,3 +112,4 @@ def test_every_registered_sampler_is_available_by_name():
             # Samplers that need another model (data models, categorical spaces) or other
             # parameters say so in one line; none may fail any other way.
             assert "\n" not in str(e)
+
