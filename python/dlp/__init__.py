@@ -218,8 +218,8 @@ def _count(x: Any, name: str, minimum: int) -> int:
 
 
 def samplers() -> list:
-    """Every registered sampler name form (``dlp samplers``)."""
-    return list(_dlp.sampler_names())
+    """Every registered sampler name form (``dlp samplers``; ``<k>`` stands for an integer)."""
+    return [form for entry in _dlp.sampler_names() for form in entry.split(" | ")]
 
 
 class Sample:

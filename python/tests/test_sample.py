@@ -100,16 +100,21 @@ def test_the_cli_and_the_package_draw_the_same_final_states(dlp_bin, examples, t
     np.testing.assert_array_equal(py.final, cli)
 
 
-def test_every_registered_sampler_is_available_by_name():
+def test_every_registered_sampler_is_available_by_name(examples):
     names = dlp.samplers()
-    assert "dmala" in names and "gibbs" in names
-    model = dlp.Model.ising(J=J3, b=B3)
+    assert "dmala" in names and "gwg-<k>" in names
+    ising = dlp.Model.ising(J=J3, b=B3)
+    rbm = dlp.Model.from_file(examples / "rbm-small.json")
+    logistic = dlp.Model.from_file(examples / "logistic-spin.json")
     for name in names:
         concrete = re.sub(r"<[^>]+>", "2", name)
-        try:
-            dlp.sample(model, concrete, step_size=0.2, chains=2, steps=2, seed=0)
-        except ValueError as e:
-            # Samplers that need another model (data models, categorical spaces) or other
-            # parameters say so in one line; none may fail any other way.
-            assert "\n" not in str(e)
-
+        kwargs = {"step_size": 0.2, "chains": 2, "steps": 3, "seed": 0}
+        model = ising
+        if name.startswith("pd"):
+            kwargs["preconditioner"] = [1.0, 1.0, 1.0]
+        if name.startswith("sg-"):
+            model, kwargs["batch_size"] = logistic, 20
+        if name == "block-gibbs":
+            model = rbm
+        run = dlp.sample(model, concrete, **kwargs)
+        assert run.final.shape == (2, model.d), name
