@@ -229,3 +229,76 @@ pub fn tv_rows(label: &str, runs: &[ToyRun]) -> Vec<Vec<String>> {
 pub fn mean_tv_curve(runs: &[ToyRun]) -> Vec<(f64, f64)> {
     (0..runs[0].tv.len()).map(|it| (it as f64, tv_stats(runs, it).0)).collect()
 }
+
+/// The Bernoulli RBM of Fig. 4 (spec §7.3): d visible spins, M hidden units in {0, 1}
+/// marginalised, log p̃(z) = bᵀz + Σ_k softplus(W_kᵀz + c_k); W ~ N(0, 0.05) (variance), b, c ~
+/// N(0, 1), from streams derived from `seed`.
+pub fn paper_rbm(d: usize, m: usize, seed: u64) -> Result<dlp_models::Rbm> {
+    // Standard normals from three labelled streams of `seed`, scaled.
+    let normal = |sd: f64, k: usize, label: u64| -> Vec<f64> {
+        normal_particles(1, k, 0.0, derive_seed(seed, &[label])).iter().map(|v| sd * v).collect()
+    };
+    let (w, b, c) = (normal(0.05f64.sqrt(), d * m, 0), normal(1.0, d, 1), normal(1.0, m, 2));
+    dlp_models::Rbm::new(DomainKind::Spin, d, m, w, b, c).map_err(|e| anyhow!("{e}"))
+}
+
+/// Final states of `chains` block-Gibbs chains (hidden/visible alternation, one sweep per step)
+/// run `sweeps` sweeps from uniform starts: the ground truth of Fig. 4.
+pub fn rbm_gibbs(rbm: &dlp_models::Rbm, x0: &[u32], sweeps: usize, seed: u64) -> Result<Vec<u32>> {
+    let sampler = dlp_samplers::build_sampler("block-gibbs", &Default::default())?;
+    let opts = dlp_core::RunOptions { seed, threads: 0, chains_per_task: 0 };
+    Ok(dlp_core::run_chains(sampler.as_ref(), rbm, x0, sweeps, &opts, |_, _| ())?.final_states)
+}
+
+/// Uniform ±1 starts for `chains` chains of dimension d (chain streams of `seed`).
+pub fn uniform_states(chains: usize, d: usize, seed: u64) -> Vec<u32> {
+    normal_particles(chains, d, 0.0, seed).iter().map(|&x| (x >= 0.0) as u32).collect()
+}
+
+/// The methods of Fig. 4: GF-SVGD with the relaxed surrogate (the paper's choice for the RBM,
+/// Adam lr `lr`) and block Gibbs, both from x ~ N(0, 1) (Gibbs from sign(x)), `iters` iterations.
+pub fn rbm_run(rbm: &dlp_models::Rbm, gf_svgd: bool, n: usize, iters: usize, lr: f64, seed: u64) -> Result<Vec<u32>> {
+    let d = rbm.space().d;
+    let x0 = normal_particles(n, d, 0.0, seed);
+    if gf_svgd {
+        let config = GfSvgdConfig {
+            surrogate: SurrogateKind::Relaxed,
+            optimizer: Some(Optimizer::adam(lr)),
+            ..Default::default()
+        };
+        let mut s = GfSvgd::new(&config, rbm, x0)?;
+        let mut changed = vec![0; n];
+        for _ in 0..iters {
+            s.step(rbm, &mut changed)?;
+        }
+        Ok(s.states().to_vec())
+    } else {
+        let z0: Vec<u32> = x0.iter().map(|&x| (x >= 0.0) as u32).collect();
+        let sampler = dlp_samplers::build_sampler("block-gibbs", &Default::default())?;
+        let mut chains = sampler.start(rbm, &z0)?;
+        let mut rngs = chain_rngs(derive_seed(seed, &[1]), 0, n);
+        let mut info = vec![StepInfo::default(); n];
+        for _ in 0..iters {
+            chains.try_step(&mut rngs, &mut info, dlp_core::Batch::Full)?;
+        }
+        Ok(chains.positions().to_vec())
+    }
+}
+
+/// (unbiased MMD² with k = exp(−H/d), MSE of the mean of z) of `xs` against the reference `ys`.
+pub fn rbm_metrics(xs: &[u32], ys: &[u32], d: usize) -> Result<(f64, f64)> {
+    let space = Space::spin(d);
+    let mmd = dlp_gof::mmd::mmd_statistic(&space, xs, ys, 1.0, dlp_gof::Statistic::U)?;
+    let mean = |s: &[u32]| {
+        let n = (s.len() / d) as f64;
+        let mut m = vec![0.0; d];
+        for row in s.chunks(d) {
+            for (mi, &c) in m.iter_mut().zip(row) {
+                *mi += (2.0 * c as f64 - 1.0) / n;
+            }
+        }
+        m
+    };
+    let (a, b) = (mean(xs), mean(ys));
+    Ok((mmd, a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / d as f64))
+}

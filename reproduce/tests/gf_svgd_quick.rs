@@ -66,3 +66,15 @@ fn fig3_quick_is_thread_independent_and_states_the_exact_mc_level() {
         assert!(mse > 0.0 && mse <= 1.0, "{cell}");
     }
 }
+
+#[test]
+fn fig4_quick_writes_both_figures_and_is_thread_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run(env!("CARGO_BIN_EXE_004-fig4"), &a, "1");
+    run(env!("CARGO_BIN_EXE_004-fig4"), &b, "2");
+    files(&a, "004-fig4", &["trials.csv"]);
+    assert!(a.join("004-fig8.svg").is_file() && a.join("004-fig8.png").is_file());
+    assert_eq!(std::fs::read(a.join("trials.csv")).unwrap(), std::fs::read(b.join("trials.csv")).unwrap());
+    assert_eq!(s["m"], 25);
+}

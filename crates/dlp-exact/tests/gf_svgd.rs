@@ -82,3 +82,11 @@ fn gf_svgd_particle_marginals_match_the_exact_lattice_marginals() {
     let m = model("ising-4x4.json");
     assert!(worst_z("gf-svgd", &m, 200, 300, 1) <= 4.0);
 }
+
+#[test]
+fn gf_svgd_particle_marginals_match_the_exact_rbm_marginals() {
+    // rbm-small.json with both surrogates (the relaxed one is the paper's RBM choice).
+    let m = model("rbm-small.json");
+    assert!(worst_z("gf-svgd", &m, 200, 300, 1) <= 4.0);
+    assert!(worst_z("gf-svgd-relaxed", &m, 200, 300, 1) <= 4.0);
+}
