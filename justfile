@@ -61,15 +61,18 @@ test:
         cargo test --workspace
     fi
 
-# pytest runs from the repository root (so `import dlp` finds the installed package, not
-# python/dlp without its extension); pytest's exit code 5 (no test collected) is a failure.
-# Build and install the Python package (python/, release wheel), then run its pytest suite.
-test-python:
+# `profile` is the Cargo profile of the extension: dev (default) reuses what `just test`
+# built, so CI compiles little more; `just test-python release` builds what `pip install
+# ./python` installs. pytest runs from the repository root (so `import dlp` finds the
+# installed package, not python/dlp without its extension); its exit code 5 (no test
+# collected) is a failure.
+# Build and install the Python package (python/), then run its pytest suite.
+test-python profile="dev":
     #!/usr/bin/env bash
     set -euo pipefail
     pipi() { python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages "$@"; }
     pipi numpy pytest
-    pipi ./python
+    pipi ./python --config-settings=build-args=--profile={{profile}}
     rc=0
     python3 -m pytest -q python/tests || rc=$?
     if [ "$rc" -eq 5 ]; then
