@@ -302,3 +302,45 @@ pub fn rbm_metrics(xs: &[u32], ys: &[u32], d: usize) -> Result<(f64, f64)> {
     let (a, b) = (mean(xs), mean(ys));
     Ok((mmd, a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / d as f64))
 }
+
+/// Fig. 5 (c, d) (§4.5): the null RBM p (d visible spins, M hidden, W ~ N(0, 1/M) (variance),
+/// b, c ~ N(0, 1)) and the data RBM q with W + ε, ε ~ N(0, σ′²) entrywise (σ′ read as a standard
+/// deviation [R]; b, c shared).
+pub fn gof_rbm_pair(d: usize, m: usize, sigma_prime: f64, seed: u64) -> Result<(dlp_models::Rbm, dlp_models::Rbm)> {
+    let normal = |sd: f64, k: usize, label: u64| -> Vec<f64> {
+        normal_particles(1, k, 0.0, derive_seed(seed, &[label])).iter().map(|v| sd * v).collect()
+    };
+    let (w, b, c) = (normal((1.0 / m as f64).sqrt(), d * m, 0), normal(1.0, d, 1), normal(1.0, m, 2));
+    let wq: Vec<f64> = w.iter().zip(normal(sigma_prime, d * m, 3)).map(|(a, e)| a + e).collect();
+    let p = dlp_models::Rbm::new(DomainKind::Spin, d, m, w, b.clone(), c.clone()).map_err(|e| anyhow!("{e}"))?;
+    let q = dlp_models::Rbm::new(DomainKind::Spin, d, m, wq, b, c).map_err(|e| anyhow!("{e}"))?;
+    Ok((p, q))
+}
+
+/// Rejections at level `alpha` of KDSD, GF-KSD (relaxed surrogate, the one "chosen as in
+/// sampling" for the RBM, and gaussian) and MMD of `xs` (drawn from q) against p, with `ys`
+/// drawn from p for MMD; `boot` bootstrap / permutation replicates.
+pub fn gof_rejections(
+    p: &dlp_models::Rbm,
+    xs: &[u32],
+    ys: &[u32],
+    boot: usize,
+    alpha: f64,
+    seed: u64,
+) -> Result<[bool; 4]> {
+    use dlp_gof::{
+        Bandwidth, BaseKernel, Bootstrap, GfksdOptions, KdsdOptions, MmdOptions, NullTest, Statistic, Surrogate,
+    };
+    let null = NullTest { statistic: Statistic::U, bootstrap: Bootstrap::Multinomial, reps: boot, seed };
+    let k = dlp_gof::kdsd_test(p, xs, &KdsdOptions { kernel: BaseKernel::default(), null })?.null.p_value;
+    let relax =
+        dlp_core::lift::Relaxation::from_capabilities(&p.capabilities()).ok_or_else(|| anyhow!("no RBM view"))?;
+    let gf = |surrogate| -> Result<f64> {
+        let o = GfksdOptions { surrogate, bandwidth: Bandwidth::Median, null, jitter: None };
+        Ok(dlp_gof::gfksd_test(p, xs, &o)?.null.p_value)
+    };
+    let (g_rel, g_gau) = (gf(Surrogate::Relaxed(relax))?, gf(Surrogate::Gaussian)?);
+    let mmd = MmdOptions { scale: 1.0, statistic: Statistic::U, reps: boot, seed };
+    let m = dlp_gof::mmd_test(p.space(), xs, ys, &mmd)?.p_value;
+    Ok([k, g_rel, g_gau, m].map(|pv| pv <= alpha))
+}

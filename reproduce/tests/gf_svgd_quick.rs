@@ -78,3 +78,15 @@ fn fig4_quick_writes_both_figures_and_is_thread_independent() {
     assert_eq!(std::fs::read(a.join("trials.csv")).unwrap(), std::fs::read(b.join("trials.csv")).unwrap());
     assert_eq!(s["m"], 25);
 }
+
+#[test]
+fn fig5_quick_writes_its_files_and_is_thread_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run(env!("CARGO_BIN_EXE_004-fig5"), &a, "1");
+    run(env!("CARGO_BIN_EXE_004-fig5"), &b, "2");
+    files(&a, "004-fig5", &["power.csv"]);
+    assert_eq!(std::fs::read(a.join("power.csv")).unwrap(), std::fs::read(b.join("power.csv")).unwrap());
+    // Four tests per cell, two cells under --quick.
+    assert_eq!(s["cells"].as_array().unwrap().len(), 8);
+}

@@ -2,8 +2,8 @@
 //! hidden units (spec §7.3: visible ±1, hidden {0, 1} marginalised, W ~ N(0, 0.05), b, c ~
 //! N(0, 1)). (a) d = 100, n varied; (b) n = 100, d varied. GF-SVGD with the relaxed surrogate
 //! (Adam lr `--lr`, 500 iterations) and block Gibbs (500 sweeps), both from x ~ N(0, 1) [R], are
-//! compared with a ground truth of 500 block-Gibbs chains run `--gt-sweeps` sweeps (the paper:
-//! and our default: 10⁵), by the unbiased MMD² with k = exp(−H/d) (Fig. 4) and
+//! compared with a ground truth of 500 block-Gibbs chains run `--gt-sweeps` sweeps (the paper
+//! and our default run 10⁵), by the unbiased MMD² with k = exp(−H/d) (Fig. 4) and
 //! the MSE of the mean of z (Fig. 8). DHMC is not run (optional, spec §7.3).
 //!
 //! → `results/004-fig4/{trials.csv, summary.json, 004-fig4.svg/png, 004-fig8.svg/png, meta.json}`.
