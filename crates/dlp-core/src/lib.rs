@@ -16,6 +16,7 @@
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
 //! * [`stats`]: ESS, running means and other diagnostics.
 //! * [`diagnostics`]: rank-normalised split R-hat, bulk and tail ESS (as ArviZ).
+//! * [`transform`]: the bounded-coordinate transforms of paper 001 (Table 1), stable forms.
 //!
 //! Vocabulary used in every doc comment: `log_density` = f(x) (log of the unnormalised
 //! density, uphill is better), `grad` = ∇f(x) with respect to the sampler's coordinates,
@@ -35,6 +36,7 @@ pub mod space;
 pub mod stats;
 pub mod target;
 pub mod testing;
+pub mod transform;
 
 pub use capability::Capabilities;
 pub use continuous::{BoxSpace, ContinuousSampler, ContinuousTarget, run_continuous};

@@ -1,0 +1,170 @@
+//! Reference values (spec transforms-and-svgd.md §1, mpmath to 15 digits), round trips,
+//! derivatives against central differences and log-Jacobians against the naive log f′, over
+//! generated inputs: φ up to |700|, θ within 1e−12 of a boundary.
+
+use super::*;
+use proptest::prelude::*;
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+// The spec's printed values are kept as printed (some are 1/π and ln 2 to 15 digits).
+#[allow(clippy::approx_constant)]
+#[test]
+fn reference_values_of_the_spec() {
+    use Transform::*;
+    let phis = [-3.0, 0.0, 0.5, 4.0];
+    let rows: &[(Transform, &str, [f64; 4])] = &[
+        (Sigmoid, "f", [0.0474258731775668, 0.5, 0.622459331201855, 0.982013790037908]),
+        (Sigmoid, "f''/f'", [0.905148253644866, 0.0, -0.244918662403709, -0.964027580075817]),
+        (Arctan, "f", [0.102416382349567, 0.5, 0.647583617650433, 0.922020869622631]),
+        (Arctan, "f'", [0.0318309886183791, 0.318309886183791, 0.254647908947033, 0.0187241109519877]),
+        (Softsign, "f", [0.125, 0.5, 0.666666666666667, 0.9]),
+        (Softplus, "f", [0.0485873515737421, 0.693147180559945, 0.974076984180107, 4.01814992791781]),
+        (Icll, "f", [0.0491741729280455, 0.796599599297053, 1.15761228079807, 4.57721566490153]),
+        (Icll, "f'", [0.0485680070995466, 0.632120558828558, 0.807704354452035, 1.0]),
+        (Icll, "f''/f'", [0.975313019964332, 0.581976706869326, 0.392522238279909, 1.06048e-22]),
+    ];
+    for (t, what, want) in rows {
+        for (&phi, &w) in phis.iter().zip(want) {
+            let got = match *what {
+                "f" => t.forward(phi),
+                "f'" => t.dforward(phi),
+                _ => t.dlog_jac(phi),
+            };
+            // The spec prints 15 significant digits (and 6 for the 1e−22 entry).
+            let tol = if w.abs() < 1e-20 { 1e-5 } else { 1e-13 };
+            assert!(got == w || close(got, w, tol), "{} {what} at {phi}: {got} vs {w}", t.name());
+        }
+    }
+    let inv = [(Sigmoid, -0.847297860387204), (Arctan, -0.726542528005361), (Softsign, -0.666666666666667)];
+    for (t, w) in inv.into_iter().chain([(Softplus, -1.05022561281485), (Icll, -1.12533804300263)]) {
+        assert!(close(t.inverse(0.3), w, 1e-13), "{}⁻¹(0.3) = {} vs {w}", t.name(), t.inverse(0.3));
+    }
+    for (theta, w) in [(0.001, -6.90750524078075), (2.0, 1.41957530229792), (50.0, 49.4227843350985)] {
+        assert!(close(Icll.inverse(theta), w, 1e-13), "icll⁻¹({theta}) = {}", Icll.inverse(theta));
+    }
+    assert!(close(exp_integral_e1(1.0), 0.21938393439552, 1e-13));
+    // E₁(2) = 0.04890051070806112 and E₁(0.1) = 1.822923958419390 (Abramowitz & Stegun 5.1).
+    assert!(close(exp_integral_e1(2.0), 0.048900510708061, 1e-13));
+    assert!(close(exp_integral_e1(0.1), 1.82292395841939, 1e-13));
+}
+
+#[test]
+fn names_parse_and_onto_checks_the_interval() {
+    for t in Transform::ALL {
+        assert_eq!(Transform::parse(t.name()), Ok(t));
+    }
+    assert!(Transform::parse("tanh").unwrap_err().contains("icll"));
+    let a = Affine::onto(-1.0, 1.0, Transform::Sigmoid, Transform::Softplus).unwrap();
+    assert_eq!((a.base, a.lo, a.scale), (Transform::Sigmoid, -1.0, 2.0));
+    assert!(close(a.forward(0.3), -1.0 + 2.0 * Transform::Sigmoid.forward(0.3), 1e-15));
+    assert!(close(a.inverse(a.forward(0.3)), 0.3, 1e-14));
+    assert!(close(a.log_jac(0.3), a.dforward(0.3).ln(), 1e-14));
+    assert_eq!(Affine::onto(2.0, f64::INFINITY, Transform::Sigmoid, Transform::Icll).unwrap().base, Transform::Icll);
+    assert_eq!(
+        Affine::onto(f64::NEG_INFINITY, f64::INFINITY, Transform::Sigmoid, Transform::Exp).unwrap().base,
+        Transform::Identity
+    );
+    assert!(Affine::onto(0.0, 1.0, Transform::Exp, Transform::Exp).is_err());
+    assert!(Affine::onto(0.0, f64::INFINITY, Transform::Sigmoid, Transform::Sigmoid).is_err());
+    assert!(Affine::onto(f64::NEG_INFINITY, 0.0, Transform::Sigmoid, Transform::Exp).is_err());
+    assert!(Affine::onto(1.0, 1.0, Transform::Sigmoid, Transform::Exp).is_err());
+}
+
+/// The end of each transform's range.
+fn ends(t: Transform) -> (f64, f64) {
+    match t.range() {
+        Range::Real => (f64::NEG_INFINITY, f64::INFINITY),
+        Range::Unit => (0.0, 1.0),
+        Range::Positive => (0.0, f64::INFINITY),
+    }
+}
+
+fn any_transform() -> impl Strategy<Value = Transform> {
+    (0..Transform::ALL.len()).prop_map(|i| Transform::ALL[i])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Over |φ| ≤ 700 every function is finite and in range, log f′ agrees with log of f′
+    /// wherever f′ is a normal number, and g(f(φ)) = φ up to the conditioning of the round trip:
+    /// rounding θ by one ulp moves φ by ulp(θ)/f′(φ), so that is added to a 1e−12 relative
+    /// tolerance (for sigmoid at φ = 700, θ rounds to 1 and there is nothing to test).
+    #[test]
+    fn forward_inverse_and_log_jacobian_over_the_whole_line(t in any_transform(), phi in -700.0f64..700.0) {
+        let (lo, hi) = ends(t);
+        let theta = t.forward(phi);
+        prop_assert!(theta >= lo && theta <= hi, "{} f({phi}) = {theta}", t.name());
+        let (d, lj, dl) = (t.dforward(phi), t.log_jac(phi), t.dlog_jac(phi));
+        prop_assert!(d.is_finite() && d >= 0.0 && lj.is_finite() && dl.is_finite(), "{} at {phi}: {d} {lj} {dl}", t.name());
+        if d > f64::MIN_POSITIVE {
+            prop_assert!((lj - d.ln()).abs() <= 1e-12 * lj.abs().max(1.0), "{} log f'({phi}) = {lj} vs {}", t.name(), d.ln());
+        }
+        if theta > lo && theta < hi {
+            let back = t.inverse(theta);
+            let ulp = theta.abs() * f64::EPSILON;
+            let tol = 1e-12 * phi.abs().max(1.0) + 2.0 * ulp / d;
+            prop_assert!((back - phi).abs() <= tol, "{}: g(f({phi})) = {back}, tol {tol}", t.name());
+        }
+    }
+
+    /// f′ and f″/f′ against central differences of f and log f′ on |φ| ≤ 30 (skipping the
+    /// softsign's kink at 0), relative error 1e−6 (the difference's truncation error is
+    /// ~h²·f‴/6 ≈ 1e−8 relative with h = 1e−5·max(1, |φ|)).
+    #[test]
+    fn derivatives_match_central_differences(t in any_transform(), phi in -30.0f64..30.0) {
+        prop_assume!(t != Transform::Softsign || phi.abs() > 1e-2);
+        let h = 1e-5 * phi.abs().max(1.0);
+        // Near θ = 1 a difference of f keeps only the few digits of 1 − θ; the (0, 1)
+        // transforms are point-symmetric, f(−φ) = 1 − f(φ) (checked here too), so f′(φ) = f′(−φ)
+        // is differenced at −φ, where f is small and carries all its digits.
+        let s = if t.range() == Range::Unit && phi > 0.0 {
+            prop_assert!((t.forward(phi) + t.forward(-phi) - 1.0).abs() <= 2.0 * f64::EPSILON);
+            -phi
+        } else {
+            phi
+        };
+        let num = (t.forward(s + h) - t.forward(s - h)) / (2.0 * h);
+        let d = t.dforward(phi);
+        prop_assert!((num - d).abs() <= 1e-6 * d.abs() + 1e-300, "{} f'({phi}) = {d} vs {num}", t.name());
+        let num_lj = (t.log_jac(phi + h) - t.log_jac(phi - h)) / (2.0 * h);
+        let dl = t.dlog_jac(phi);
+        prop_assert!((num_lj - dl).abs() <= 1e-6 * dl.abs().max(1e-3), "{} f''/f'({phi}) = {dl} vs {num_lj}", t.name());
+        // log f′ against the log of the numerical derivative of f.
+        prop_assert!((t.log_jac(phi) - num.ln()).abs() <= 1e-6, "{} log f'({phi})", t.name());
+    }
+
+    /// θ within 1e−12 of a finite end: g is finite (and on the right side), and f(g(θ)) = θ to
+    /// 1e−12 relative to θ's distance from the lower end (exact there, where θ is tiny and
+    /// representable) and to 4 ulp near the upper end (1 − θ is then all θ carries).
+    #[test]
+    fn inputs_next_to_a_boundary(t in any_transform(), delta in 1e-300f64..1e-12, frac in 0.0f64..1.0) {
+        let (lo, hi) = ends(t);
+        prop_assume!(lo.is_finite());
+        let delta = delta * frac.max(1e-3);
+        let phi = t.inverse(lo + delta);
+        prop_assert!(phi.is_finite() && phi < 0.0, "{} g({delta}) = {phi}", t.name());
+        let back = t.forward(phi);
+        prop_assert!((back - delta).abs() <= 1e-12 * delta, "{}: f(g({delta})) = {back}", t.name());
+        if hi.is_finite() {
+            let theta = hi - delta.max(1e-15);
+            let phi = t.inverse(theta);
+            prop_assert!(phi.is_finite() && phi > 0.0, "{} g(1 − {delta}) = {phi}", t.name());
+            prop_assert!((t.forward(phi) - theta).abs() <= 4.0 * f64::EPSILON, "{}: f(g({theta}))", t.name());
+        }
+    }
+}
+
+/// The ICLL inverse at large θ and at the switch points of its forward form.
+#[test]
+fn icll_inverse_over_the_half_line() {
+    for theta in [1e-300, 1e-20, 1e-9, 1.1e-8, 0.5, 1.0, 1.0 + 1e-9, 3.0, 1e3, 1e10, 1e300] {
+        let phi = Transform::Icll.inverse(theta);
+        let back = Transform::Icll.forward(phi);
+        assert!(close(back, theta, 1e-13), "icll f(g({theta})) = {back}");
+    }
+    assert_eq!(Transform::Icll.inverse(0.0), f64::NEG_INFINITY);
+}
