@@ -10,7 +10,7 @@
 //! | `svgd` | Stein variational gradient descent (Liu & Wang 2016), RBF kernel with the median bandwidth: all particles move together ([`Coupling::Joint`]), deterministic given the start | no (finite-particle bias) |
 //!
 //! Not implemented here: the transforms of paper 001 (mirror/Itô/CoRV SGLD on bounded
-//! domains) and the gradient-free SVGD of paper 004, which build on this module.
+//! domains). The gradient-free SVGD of paper 004 on discrete targets is `crate::gf_svgd`.
 
 use dlp_core::{
     Batch, BoxSpace, ChainRng, Chains, ContinuousSampler, ContinuousTarget, Coupling, EvalError, SamplerError, StepInfo,
