@@ -41,6 +41,9 @@ struct RunArgs {
     /// Sweep file (TOML: `seeds`, `[args]`, `[axes]`, `[gather] keys`); flags given here win.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Key columns of the runs' CSV files for the gather, comma-separated (default: detected).
+    #[arg(long)]
+    keys: Option<String>,
     /// Where the tasks run.
     #[arg(long, value_enum, default_value_t = Engine::Local)]
     engine: Engine,
@@ -143,6 +146,9 @@ fn plan(a: &RunArgs, binary_flags: &[String]) -> Result<(Sweep, Vec<usize>)> {
     };
     if let Some(s) = &a.seeds {
         d.seeds = parse_seeds(s)?;
+    }
+    if let Some(k) = &a.keys {
+        d.keys = k.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
     }
     d.add_cli(binary_flags, &flags, &a.name)?;
     d.check(&flags, &a.name)?;

@@ -361,6 +361,85 @@ mod tests {
         assert_eq!(describe(&[]).0, 0);
     }
 
+    use crate::sweep::spec::Description;
+
+    /// A sweep over `--k a,b` × seeds 0..3 whose run directories hold hand-written CSV files.
+    fn fake_sweep(dir: &Path) -> Sweep {
+        let d = Description {
+            seeds: vec![0, 1, 2],
+            axes: vec![("k".into(), vec!["a".into(), "b".into()])],
+            ..Default::default()
+        };
+        Sweep::new("toy", Path::new("/bin/true"), dir, d).unwrap()
+    }
+
+    #[test]
+    fn gather_stacks_the_runs_and_gives_exact_per_configuration_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = fake_sweep(dir.path());
+        // Columns: a text key, a step counter equal across seeds (a key), a count that varies
+        // with the seed (a value although integer), a float value. Task 5 (k=b, seed 2) never ran.
+        for (i, t) in sweep.tasks.iter().enumerate().take(5) {
+            let s = t.seed as f64;
+            let run = sweep.run_dir(i);
+            std::fs::create_dir_all(&run).unwrap();
+            let csv = format!("name,step,count,value\nx,0,{},{}\nx,10,{},{}\n", t.seed, 0.5 * s, 7, 1.0 + s * s);
+            std::fs::write(run.join("out.csv"), csv).unwrap();
+            std::fs::write(run.join("summary.json"), format!("{{\"v\": {s}, \"ok\": {}}}", t.seed == 0)).unwrap();
+        }
+        let g = gather(&sweep).unwrap();
+        assert_eq!((g.complete, g.missing.len()), (5, 1));
+        assert_eq!(g.missing[0], sweep.tasks[5].run_id);
+        let tidy = std::fs::read_to_string(g.dir.join("out.csv")).unwrap();
+        assert_eq!(tidy.lines().count(), 1 + 5 * 2);
+        assert!(
+            tidy.starts_with(&format!("run_id,seed,k,name,step,count,value\n{},0,a,x,0,0,0\n", sweep.tasks[0].run_id))
+        );
+        let summary = std::fs::read_to_string(g.dir.join("out_summary.csv")).unwrap();
+        let lines: Vec<&str> = summary.lines().collect();
+        assert_eq!(lines[0], "k,name,step,measure,n,mean,std,min,median,max");
+        // k=a, step 10, value: seeds 0, 1, 2 give 1, 2, 5: mean 8/3, sd √((25 + 4 + 49)/9/2) = √(13/3),
+        // median 2.
+        let row: Vec<&str> = lines.iter().find(|l| l.starts_with("a,x,10,value,")).unwrap().split(',').collect();
+        let num = |k: usize| row[k].parse::<f64>().unwrap();
+        assert_eq!(row[4], "3");
+        assert!((num(5) - 8.0 / 3.0).abs() < 1e-12 && (num(6) - (13.0f64 / 3.0).sqrt()).abs() < 1e-12, "{row:?}");
+        assert_eq!((num(7), num(8), num(9)), (1.0, 2.0, 5.0));
+        // k=b has seeds 0 and 1 only; `count` at step 0 is the seed: mean 0.5, sd √½.
+        let row: Vec<&str> = lines.iter().find(|l| l.starts_with("b,x,0,count,")).unwrap().split(',').collect();
+        assert_eq!(row[4], "2");
+        assert!((row[5].parse::<f64>().unwrap() - 0.5).abs() < 1e-12);
+        assert!((row[6].parse::<f64>().unwrap() - 0.5f64.sqrt()).abs() < 1e-12);
+        assert_eq!(lines.len(), 1 + 2 * 2 * 2, "2 settings × 2 steps × 2 value columns");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(g.dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(doc["files"]["out.csv"]["key_columns"], json!(["name", "step"]));
+        assert_eq!(doc["files"]["out.csv"]["value_columns"], json!(["count", "value"]));
+        let a = &doc["run_summaries"][0];
+        assert_eq!((a["config"]["k"].as_str(), a["runs"].as_u64()), (Some("a"), Some(3)));
+        assert!((a["stats"]["ok"]["mean"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        assert!(g.dir.join("out.svg").is_file() && !sweep.dir().join("gather.tmp").exists());
+    }
+
+    #[test]
+    fn named_keys_override_the_detection_and_mismatched_columns_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sweep = fake_sweep(dir.path());
+        sweep.description.keys = vec!["step".into()];
+        for i in 0..2 {
+            std::fs::create_dir_all(sweep.run_dir(i)).unwrap();
+            std::fs::write(sweep.run_dir(i).join("out.csv"), "step,value\n0,1.5\n").unwrap();
+        }
+        gather(&sweep).unwrap();
+        let summary = std::fs::read_to_string(sweep.dir().join("gather/out_summary.csv")).unwrap();
+        assert!(
+            summary.starts_with("k,step,measure,n,mean,std,min,median,max\na,0,value,2,1.5,0,1.5,1.5,1.5\n"),
+            "{summary}"
+        );
+        std::fs::write(sweep.run_dir(1).join("out.csv"), "step,other\n0,1.5\n").unwrap();
+        let e = gather(&sweep).unwrap_err().to_string();
+        assert!(e.contains("columns step,other differ from the other runs' step,value"), "{e}");
+    }
+
     #[test]
     fn json_leaves_are_numbers_and_booleans_with_dotted_paths() {
         let doc = json!({"a": 1, "b": [{"c": 2.5, "d": "text"}, true], "e": null});

@@ -143,12 +143,29 @@ pub fn submit(sweep: &Sweep, script: &Path, todo: &[usize], opts: &Options, exe:
     Ok(Submitted { array, gather })
 }
 
-/// Whether Slurm still lists any of `jobs` (pending or running).
+/// Whether Slurm still lists any of `jobs` (pending or running). `squeue` fails with
+/// "Invalid job id" once every job has left the controller's memory: finished. Any other
+/// failure (a busy controller timing out) is retried for a minute before it is an error, so
+/// that running tasks are not reported as failed.
 fn queued(jobs: &[&str]) -> Result<bool> {
-    let out =
-        Command::new("squeue").args(["-h", "-o", "%i", "-j", &jobs.join(",")]).output().context("cannot run squeue")?;
-    // squeue fails with "Invalid job id" once every job has left its memory: finished.
-    Ok(out.status.success() && !String::from_utf8_lossy(&out.stdout).trim().is_empty())
+    let mut last = String::new();
+    for attempt in 0..30 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        let out = Command::new("squeue")
+            .args(["-h", "-o", "%i", "-j", &jobs.join(",")])
+            .output()
+            .context("cannot run squeue")?;
+        if out.status.success() {
+            return Ok(!String::from_utf8_lossy(&out.stdout).trim().is_empty());
+        }
+        last = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if last.contains("Invalid job id") {
+            return Ok(false);
+        }
+    }
+    bail!("squeue keeps failing: {last}")
 }
 
 /// Waits until the jobs have left the queue (progress: finished run directories on disk), or
