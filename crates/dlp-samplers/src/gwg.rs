@@ -177,6 +177,10 @@ impl Sampler for Gwg {
         let space = target.space();
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        // Sparse Ising models: the same kernel in O(k·(degree + 1)·log d) per step.
+        if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
+            return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::new(&m, self.k, x0)?));
+        }
         let (d, gl, ks) = (space.d, space.grad_len(), slots(space));
         let n = x0.len() / d;
         let mut f = vec![0.0; n];
