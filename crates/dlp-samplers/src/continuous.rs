@@ -9,8 +9,9 @@
 //! | `sgld` | stochastic-gradient Langevin dynamics (Welling & Teh 2011): x' = x + (ε/2)ĝ(x) + √ε ξ on the step's minibatch, no MH step; unbounded spaces only | no (O(ε) bias) |
 //! | `svgd` | Stein variational gradient descent (Liu & Wang 2016), RBF kernel with the median bandwidth: all particles move together ([`Coupling::Joint`]), deterministic given the start | no (finite-particle bias) |
 //!
-//! Not implemented here: the transforms of paper 001 (mirror/Itô/CoRV SGLD on bounded
-//! domains). The gradient-free SVGD of paper 004 on discrete targets is `crate::gf_svgd`.
+//! | `sgld-mirror`, `sgld-ito`, `corv-sgld`, `sgrld` | SGLD on bounded coordinates of paper 001 (mirror, Itô, change of variable, Riemannian), in [`crate::bounded`] | no (O(ε) bias) |
+//!
+//! The gradient-free SVGD of paper 004 on discrete targets is `crate::gf_svgd`.
 
 use dlp_core::{
     Batch, BoxSpace, ChainRng, Chains, ContinuousSampler, ContinuousTarget, Coupling, EvalError, SamplerError, StepInfo,
@@ -35,6 +36,18 @@ pub const REGISTRY: &[(&str, &str, ContinuousConstructor)] = &[
     ("mala", "Metropolis-adjusted Langevin; exact, bounded boxes by rejection", |p| Langevin::build("mala", p)),
     ("sgld", "stochastic-gradient Langevin dynamics (--batch-size), unbounded spaces", |p| Langevin::build("sgld", p)),
     ("svgd", "Stein variational gradient descent, RBF kernel, median bandwidth (particles)", Svgd::build),
+    ("sgld-mirror", "SGLD reflected at the box's ends (paper 001 §3); ε in 001's convention", |p| {
+        crate::bounded::build("sgld-mirror", p.step_size, p.batch_size)
+    }),
+    ("sgld-ito", "SGLD of the Itô-transformed SDE (paper 001 eq. 10), sigmoid / softplus", |p| {
+        crate::bounded::build("sgld-ito", p.step_size, p.batch_size)
+    }),
+    ("corv-sgld", "change-of-variable SGLD (paper 001 eq. 16), sigmoid / softplus", |p| {
+        crate::bounded::build("corv-sgld", p.step_size, p.batch_size)
+    }),
+    ("sgrld", "Riemannian SGLD, G⁻¹ = diag(θ − lo), reflected (half-lines)", |p| {
+        crate::bounded::build("sgrld", p.step_size, p.batch_size)
+    }),
 ];
 
 /// Builds the continuous sampler called `name`.
@@ -68,8 +81,7 @@ fn unbounded(name: &str, space: &BoxSpace) -> Result<(), SamplerError> {
     if space.is_bounded() {
         return Err(SamplerError::Unsupported {
             sampler: name.into(),
-            message: "the space has bounded coordinates; use mala, or a transform of paper 001 (not implemented yet)"
-                .into(),
+            message: "the space has bounded coordinates; use mala, or corv-sgld / sgld-mirror (paper 001)".into(),
         });
     }
     Ok(())

@@ -11,6 +11,7 @@
 pub mod acs;
 pub mod adapt;
 pub mod block_gibbs;
+pub mod bounded;
 pub mod continuous;
 pub mod dlmc;
 pub mod dlp;
