@@ -57,6 +57,10 @@ impl Sampler for LocallyBalanced {
             });
         }
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        // Sparse Ising models: GWG-1's sum-tree kernel, which is this kernel there.
+        if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
+            return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::locally_balanced(&m, x0)?));
+        }
         let d = space.d;
         let n = x0.len() / d;
         let mut f = vec![0.0; n];

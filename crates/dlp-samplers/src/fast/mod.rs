@@ -17,7 +17,7 @@
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
-//! | GWG (`gwg`, `gwg-<k>`) on any sparse Ising model: local fields and a sum tree of the move weights, O(k·(degree + 1)·log d) per step | Ising capability, fields and couplings bounded (\|λ\| ≤ 300) | [`gwg_ising`] |
+//! | GWG (`gwg`, `gwg-<k>`) and `lb` on any sparse Ising model: local fields and a sum tree of the move weights, O(k·(degree + 1)·log d) per step | Ising capability, fields and couplings bounded (\|λ\| ≤ 300) | [`gwg_ising`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
 //! draw (16 bits; 8 bits in the torus DULA and DMALA kernels) is compared with the top bits of

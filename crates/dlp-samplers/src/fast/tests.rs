@@ -598,9 +598,11 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
     .chain(gwg_models().into_iter().skip(5))
     {
         let d = m.space().d;
-        for k in [1, 3] {
+        for k in [1, 3, 0] {
             let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
-            let sampler = Gwg::new(k).unwrap();
+            // k = 0 stands for the locally balanced sampler, which takes the same path.
+            let sampler: Box<dyn Sampler> =
+                if k == 0 { Box::new(crate::locally_balanced::LocallyBalanced) } else { Box::new(Gwg::new(k).unwrap()) };
             let mut fast = sampler.start(&m, &x0).unwrap();
             let generic = Generic(&m);
             let mut slow = sampler.start(&generic, &x0).unwrap();
