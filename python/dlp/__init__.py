@@ -228,7 +228,9 @@ class Sample:
     Attributes: ``final`` (chains × d model values), ``trace`` (kept steps × chains × d, or
     None), ``trace_steps`` (the step number of each kept slice), ``accept_rate`` (per chain,
     fraction of steps accepted), ``accept_prob`` (per chain, mean acceptance probability),
-    ``changed`` (per chain, mean coordinates changed per step), ``sampler`` (its name).
+    ``changed`` (per chain, mean coordinates changed per step), ``sampler`` (its name),
+    ``step_size`` and ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run
+    by the adaptation before the recorded steps).
     """
 
     def __init__(self, raw: dict) -> None:
@@ -239,6 +241,9 @@ class Sample:
         self.accept_prob: np.ndarray = raw["accept_prob"]
         self.changed: np.ndarray = raw["changed"]
         self.sampler: str = raw["sampler"]
+        self.step_size: Optional[float] = raw["step_size"]
+        self.step_size_min: Optional[float] = raw["step_size_min"]
+        self.warmup_steps: int = raw["warmup_steps"]
 
     def _draws(self, statistic: Callable[[np.ndarray], Any]) -> np.ndarray:
         if self.trace is None:
@@ -263,11 +268,11 @@ class Sample:
                 f"mean accept={float(np.mean(self.accept_rate)):.3f})")
 
 
-def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.4, chains: int = 100,
+def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, None] = 0.4, chains: int = 100,
            steps: int = 2000, burn_in: int = 0, thin: int = 1, seed: int = 0, threads: Optional[int] = None,
            init: Union[str, Any] = "random", trace: bool = False, preconditioner: Optional[Sequence[float]] = None,
            batch_size: Optional[int] = None, step_size_min: Optional[float] = None,
-           progress: bool = False) -> Sample:
+           progress: bool = False, target_accept: Optional[float] = None) -> Sample:
     """Runs ``chains`` chains of ``sampler`` (any name of :func:`samplers`) for ``steps`` steps.
 
     ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp sample``), ``"zeros"`` (first
@@ -277,7 +282,10 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
     (None = one per core); Ctrl-C stops the run and raises KeyboardInterrupt.
     ``preconditioner`` (pdula/pdmala), ``batch_size`` (sg-* samplers on data models) and
     ``step_size_min`` (acs-* samplers) are the CLI's ``--preconditioner``, ``--batch-size``
-    and ``--step-size-min``. ``progress=True`` shows the CLI's progress bar on stderr (when
+    and ``--step-size-min``. ``step_size="auto"`` adapts α first, as ``dlp sample
+    --step-size auto`` does (dual averaging toward ``target_accept``, 0.574 by default, over
+    ``burn_in`` warm-up steps, half of ``steps`` when 0; then frozen); ``Sample.step_size``
+    is the α used. ``progress=True`` shows the CLI's progress bar on stderr (when
     stderr is a terminal).
     """
     inner = _model(model)
@@ -289,7 +297,11 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
     thin = _count(thin, "thin", 1)
     seed = _count(seed, "seed", 0)
     threads = 0 if threads is None else _count(threads, "threads", 1)
-    if step_size is not None and (isinstance(step_size, bool) or not isinstance(step_size, (int, float, np.floating, np.integer))):
+    adapt = isinstance(step_size, str)
+    if adapt and step_size != "auto":
+        raise ValueError(f"step_size must be a number, None or \"auto\", got \"{step_size}\"")
+    if not adapt and step_size is not None and (
+            isinstance(step_size, bool) or not isinstance(step_size, (int, float, np.floating, np.integer))):
         raise TypeError(f"step_size must be a number, got {type(step_size).__name__}")
     init_array = None
     random_init = True
@@ -300,11 +312,12 @@ def sample(model: Model, sampler: str = "dmala", step_size: Optional[float] = 0.
     else:
         init_array = _int_array(init, "init")
     pre = None if preconditioner is None else [float(h) for h in _float_array(preconditioner, "preconditioner")]
-    raw = _dlp.sample(inner, sampler, step_size=None if step_size is None else float(step_size),
+    raw = _dlp.sample(inner, sampler, step_size=None if step_size is None or adapt else float(step_size),
                       step_size_min=None if step_size_min is None else float(step_size_min),
                       preconditioner=pre, batch_size=None if batch_size is None else _count(batch_size, "batch_size", 1),
                       chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed, threads=threads,
-                      init=init_array, random_init=random_init, keep_trace=bool(trace), progress=bool(progress))
+                      init=init_array, random_init=random_init, keep_trace=bool(trace), progress=bool(progress),
+                      adapt=adapt, target_accept=None if target_accept is None else float(target_accept))
     return Sample(raw)
 
 

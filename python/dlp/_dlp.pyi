@@ -55,6 +55,8 @@ def sample(
     random_init: bool,
     keep_trace: bool,
     progress: bool = False,
+    adapt: bool = False,
+    target_accept: Optional[float] = None,
 ) -> dict[str, Any]: ...
 def kdsd(
     samples: npt.NDArray[np.int64],

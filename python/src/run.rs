@@ -12,8 +12,10 @@
 use crate::{PyModel, py_err, to_indices, to_values, value_error};
 use dlp_cli::CliError;
 use dlp_core::{
-    Batch, Capabilities, EvalError, Observer, RunOptions, Space, States, StepContext, StepInfo, Target, run_chains,
+    Batch, Capabilities, EvalError, Observer, RunOptions, SamplerError, Space, States, StepContext, StepInfo, Target,
+    run_chains,
 };
+use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -77,6 +79,8 @@ impl Target for Guarded<'_> {
 /// One task's record: acceptance and changed coordinates per chain, and the kept states.
 struct Record {
     n: usize,
+    /// Steps run before this run (the warm-up).
+    offset: usize,
     bar: indicatif::ProgressBar,
     pending: u64,
     accepted: Vec<u64>,
@@ -99,22 +103,35 @@ impl Observer for Record {
             self.accept_prob[j] += s.accept_prob;
             self.changed[j] += u64::from(s.n_changed);
         }
+        let step = ctx.step + self.offset;
         if let Some((burn_in, thin)) = self.keep
-            && ctx.step > burn_in
-            && (ctx.step - burn_in).is_multiple_of(thin)
+            && step > burn_in
+            && (step - burn_in).is_multiple_of(thin)
         {
-            self.kept_steps.push(ctx.step);
+            self.kept_steps.push(step);
             self.kept.extend_from_slice(states.positions());
         }
     }
 }
 
-/// Runs `chains` chains of `sampler` for `steps` steps (see `dlp.sample`). Returns a dict of
-/// numpy arrays: `final` (chains × d values), `trace` (kept × chains × d, or None),
-/// `trace_steps`, `accept_rate` and `accept_prob` (per chain, mean over steps), `changed`
-/// (per chain, mean coordinates changed per step).
+/// What the run thread hands back: the runner's output, the step sizes used and the warm-up
+/// steps that adaptation took.
+struct Ran {
+    output: dlp_core::RunOutput<Record>,
+    step_size: Option<f64>,
+    step_size_min: Option<f64>,
+    warm: usize,
+    name: String,
+}
+
+/// Runs `chains` chains of `sampler` for `steps` steps (see `dlp.sample`). With `adapt` the
+/// step size adapts first over `burn_in` warm-up steps (half of `steps` when 0), as `dlp
+/// sample --step-size auto` does (`dlp_samplers::adapt`). Returns a dict of numpy arrays:
+/// `final` (chains × d values), `trace` (kept × chains × d, or None), `trace_steps`,
+/// `accept_rate` and `accept_prob` (per chain, mean over the steps after the warm-up),
+/// `changed` (per chain, mean coordinates changed per step), and the step sizes used.
 #[pyfunction]
-#[pyo3(signature = (model, sampler, *, step_size, step_size_min, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace, progress=false))]
+#[pyo3(signature = (model, sampler, *, step_size, step_size_min, preconditioner, batch_size, chains, steps, burn_in, thin, seed, threads, init, random_init, keep_trace, progress=false, adapt=false, target_accept=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn sample<'py>(
     py: Python<'py>,
@@ -134,12 +151,19 @@ pub fn sample<'py>(
     random_init: bool,
     keep_trace: bool,
     progress: bool,
+    adapt: bool,
+    target_accept: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     check_step_size(step_size)?;
     if let Some(a) = step_size_min
         && !(a.is_finite() && a > 0.0)
     {
         return Err(value_error(format!("step_size_min must be a finite number > 0, got {a}")));
+    }
+    if let Some(t) = target_accept
+        && !(t > 0.0 && t < 1.0)
+    {
+        return Err(value_error(format!("target_accept must be in (0, 1), got {t}")));
     }
     if chains == 0 {
         return Err(value_error("chains must be at least 1"));
@@ -161,8 +185,31 @@ pub fn sample<'py>(
             space.d
         )));
     }
-    let params = dlp_samplers::SamplerParams { step_size, preconditioner, batch_size, step_size_min };
-    let kernel = dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
+    let params = dlp_samplers::SamplerParams {
+        step_size: if adapt { None } else { step_size },
+        preconditioner,
+        batch_size,
+        step_size_min,
+    };
+    let warmup = if adapt { if burn_in > 0 { burn_in } else { steps / 2 } } else { 0 };
+    if adapt {
+        if warmup == 0 || warmup > steps {
+            return Err(value_error(format!(
+                "step-size adaptation needs 1 ≤ burn_in ≤ steps warm-up steps, got {warmup} of {steps}"
+            )));
+        }
+        if !dlp_samplers::registry::find(sampler).is_some_and(|(spec, _)| spec.adapts_step_size()) {
+            // The adaptation's own check gives the message (unknown name, or no step size).
+            let opts = AdaptOptions { warmup, ..Default::default() };
+            let err = adapt_step_size(sampler, &params, target, &[], &opts, &RunOptions::default()).err();
+            return Err(py_err(CliError::from_run(
+                err.unwrap_or_else(|| SamplerError::UnknownSampler(sampler.into(), String::new())),
+            )));
+        }
+    } else {
+        // Parameter errors before any work.
+        dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
+    }
     let x0 = match &init {
         Some(a) => {
             let x0 = to_indices(&space, a, "init")?;
@@ -180,28 +227,48 @@ pub fn sample<'py>(
     } else {
         RunOptions { seed, threads, chains_per_task: 0 }
     };
-    let keep = keep_trace.then_some((burn_in, thin));
     let stop = AtomicBool::new(false);
     let guarded = Guarded { inner: target, stop: &stop };
-    // The CLI's bar (hidden when stderr is not a terminal); advanced in batches of steps.
-    let bar = dlp_cli::progress_bar((chains * steps) as u64, &format!("{} ×{chains}", kernel.name()), !progress);
-    let make = |_, n| Record {
-        n,
-        bar: bar.clone(),
-        pending: 0,
-        accepted: vec![0; n],
-        accept_prob: vec![0.0; n],
-        changed: vec![0; n],
-        keep,
-        kept_steps: Vec::new(),
-        kept: Vec::new(),
+    let go = || -> Result<Ran, SamplerError> {
+        let (mut x, mut alpha, mut alpha_min, mut warm) = (x0.clone(), step_size, step_size_min, 0);
+        if adapt {
+            let target_accept = target_accept.unwrap_or_else(|| default_target_accept(sampler));
+            let opts = AdaptOptions { warmup, target_accept, window: warmup.min(20), ..Default::default() };
+            let a = adapt_step_size(sampler, &params, &guarded, &x0, &opts, &options)?;
+            warm = a.windows * opts.window;
+            x = a.positions;
+            alpha = Some(a.step_size);
+            alpha_min = a.step_size_min.or(alpha_min);
+        }
+        let params = dlp_samplers::SamplerParams { step_size: alpha, step_size_min: alpha_min, ..params.clone() };
+        let kernel = dlp_samplers::build_sampler(sampler, &params)?;
+        let left = steps - warm;
+        // The CLI's bar (hidden when stderr is not a terminal); advanced in batches of steps.
+        let bar = dlp_cli::progress_bar((chains * left) as u64, &format!("{} ×{chains}", kernel.name()), !progress);
+        // Trace steps count from the chains' start, warm-up included, as in `dlp sample`.
+        let keep = keep_trace.then_some((if burn_in > 0 { burn_in } else { warm }, thin));
+        let make = |_, n| Record {
+            n,
+            offset: warm,
+            bar: bar.clone(),
+            pending: 0,
+            accepted: vec![0; n],
+            accept_prob: vec![0.0; n],
+            changed: vec![0; n],
+            keep,
+            kept_steps: Vec::new(),
+            kept: Vec::new(),
+        };
+        let output = run_chains(kernel.as_ref(), &guarded, &x, left, &options, make)?;
+        bar.finish_and_clear();
+        Ok(Ran { output, step_size: alpha, step_size_min: alpha_min, warm, name: kernel.name() })
     };
     let (result, interrupt) = py.detach(|| {
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel();
-            let (kernel, guarded, x0, options, make) = (&kernel, &guarded, &x0, &options, &make);
+            let go = &go;
             s.spawn(move || {
-                let _ = tx.send(run_chains(kernel.as_ref(), guarded, x0, steps, options, make));
+                let _ = tx.send(go());
             });
             let mut interrupt: Option<PyErr> = None;
             loop {
@@ -221,7 +288,6 @@ pub fn sample<'py>(
             }
         })
     });
-    bar.finish_and_clear();
     if let Some(e) = interrupt {
         return Err(e);
     }
@@ -230,10 +296,11 @@ pub fn sample<'py>(
     {
         return Err(e);
     }
-    let output = match result {
+    let ran = match result {
         Some(r) => r.map_err(|e| py_err(CliError::from_run(e)))?,
         None => return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error: the sampling thread failed")),
     };
+    let (output, steps) = (ran.output, steps - ran.warm);
     let d = space.d;
     let out = PyDict::new(py);
     out.set_item("final", to_values(py, &space, &output.final_states)?)?;
@@ -267,6 +334,9 @@ pub fn sample<'py>(
         out.set_item("trace", py.None())?;
         out.set_item("trace_steps", py.None())?;
     }
-    out.set_item("sampler", kernel.name())?;
+    out.set_item("sampler", ran.name)?;
+    out.set_item("step_size", ran.step_size)?;
+    out.set_item("step_size_min", ran.step_size_min)?;
+    out.set_item("warmup_steps", ran.warm)?;
     Ok(out)
 }

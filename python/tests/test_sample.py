@@ -4,6 +4,7 @@ built-in model, thread-count independence, trace and diagnostics."""
 import re
 
 import numpy as np
+import pytest
 
 import dlp
 
@@ -118,3 +119,20 @@ def test_every_registered_sampler_is_available_by_name(examples):
             model = rbm
         run = dlp.sample(model, concrete, **kwargs)
         assert run.final.shape == (2, model.d), name
+
+
+def test_step_size_auto_adapts_like_dlp_sample(dlp_bin, examples, tmp_path):
+    from conftest import read_rows, run_cli
+    out = tmp_path / "final.csv"
+    r = run_cli(dlp_bin, "sample", "--model", str(examples / "ising-4x4.json"), "--sampler", "dmala",
+                "--chains", "8", "--steps", "200", "--seed", "2", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    header = open(out).readline()
+    model = dlp.Model.from_file(examples / "ising-4x4.json")
+    run = dlp.sample(model, "dmala", step_size="auto", chains=8, steps=200, seed=2, trace=True)
+    # The CLI adapts by default for dmala and writes the adapted α in its comment line.
+    assert f"--step-size {run.step_size} " in header, (header, run.step_size)
+    np.testing.assert_array_equal(run.final, read_rows(out))
+    assert run.warmup_steps == 100 and run.trace_steps[0] == 101
+    with pytest.raises(ValueError, match="step-size adaptation needs a Metropolis-adjusted sampler"):
+        dlp.sample(model, "gibbs", step_size="auto", chains=2, steps=10)
