@@ -82,3 +82,14 @@ fn run_one(sweep: &Sweep, i: usize, cpus: usize, exe: &Path) -> Result<Option<Fa
         what: status.to_string(),
     }))
 }
+
+/// Prints the failed tasks on stderr: a count, then per task its run id, what happened, the
+/// binary's own `error:` line if its log has one, and the log's path.
+pub fn report(failures: &[Failure], of: usize) {
+    eprintln!("error: {} of {of} tasks failed (run the same command again to retry only those):", failures.len());
+    for f in failures {
+        let log = std::fs::read_to_string(&f.log).unwrap_or_default();
+        let cause = log.lines().find(|l| l.starts_with("error:")).map(|l| format!(" ({l})")).unwrap_or_default();
+        eprintln!("  task {} {}: {}{cause}; log {}", f.index, f.run_id, f.what, f.log.display());
+    }
+}

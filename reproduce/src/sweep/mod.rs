@@ -14,6 +14,7 @@
 //! `dlp-sweep task <sweep-dir> <index>`. The sweep layer knows a binary only by its flags
 //! (read from `--help`) and by the `--seed`/`--out` contract of every reproduction binary.
 
+pub mod cli;
 pub mod gather;
 pub mod local;
 pub mod slurm;
@@ -22,7 +23,7 @@ pub mod task;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use spec::{Description, Task, short_hash};
+use spec::{BinaryFlags, Description, Task, parse_seeds, short_hash};
 use std::path::{Path, PathBuf};
 
 /// A sweep as written to `sweep.json`: everything a task or the gather needs, with absolute
@@ -107,6 +108,47 @@ impl Sweep {
             }
         }
         Ok(todo)
+    }
+}
+
+/// What `dlp-sweep run` was asked for, before any check.
+pub struct Request<'a> {
+    /// Binary name.
+    pub name: &'a str,
+    /// `--bin`, if given.
+    pub bin: Option<&'a Path>,
+    /// `--results`.
+    pub results: &'a Path,
+    /// `--config`, a sweep TOML file.
+    pub config: Option<&'a Path>,
+    /// `--seeds`, replacing the file's.
+    pub seeds: Option<&'a str>,
+    /// `--keys`, comma-separated, replacing the file's.
+    pub keys: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// Finds the binary, reads its flags, builds and checks the description (the file, then
+    /// the command line's `binary_flags`), expands it and finds the missing tasks. Nothing is
+    /// written; every error is bad input.
+    pub fn plan(&self, binary_flags: &[String]) -> Result<(Sweep, Vec<usize>)> {
+        let bin = locate_binary(self.name, self.bin)?;
+        let flags = BinaryFlags::of_binary(&bin)?;
+        let mut d = match self.config {
+            Some(path) => Description::from_toml(path)?,
+            None => Description::default(),
+        };
+        if let Some(s) = self.seeds {
+            d.seeds = parse_seeds(s)?;
+        }
+        if let Some(k) = self.keys {
+            d.keys = k.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        }
+        d.add_cli(binary_flags, &flags, self.name)?;
+        d.check(&flags, self.name)?;
+        let sweep = Sweep::new(self.name, &bin, self.results, d)?;
+        let todo = sweep.missing()?;
+        Ok((sweep, todo))
     }
 }
 
