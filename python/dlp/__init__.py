@@ -53,7 +53,7 @@ class Model:
     """A discrete distribution π(x) ∝ exp f(x) that the samplers and tests take.
 
     Build one from a model file (:meth:`from_file`), from arrays (:meth:`ising`, :meth:`potts`,
-    :meth:`rbm`, :meth:`categorical`, :meth:`table`, :meth:`logistic`) or from your own batched
+    :meth:`rbm`, :meth:`categorical`, :meth:`table`, :meth:`logistic`, :meth:`bnn`) or from your own batched
     energy (:meth:`from_callable`).
     """
 
@@ -124,6 +124,16 @@ class Model:
         d = len(X[0]) if X else 0
         return Model._kind("logistic", d, domain, X=X, y=y, b=None if b is None else _float_array(b, "b"),
                            minibatch=minibatch)
+
+    @staticmethod
+    def bnn(x: Any, y: Any, hidden: int, tau: Optional[float] = None) -> "Model":
+        """Binary Bayesian neural network data model (kind ``bnn``): features ``x`` (N × p),
+        targets ``y`` (N), ``hidden`` units, prior scale ``tau``; d = (p + 2)·hidden + 1."""
+        x = _float_array(x, "x")
+        p = len(x[0]) if x else 0
+        h = _count(hidden, "hidden", 1)
+        return Model._kind("bnn", (p + 2) * h + 1, None, x=x, y=_float_array(y, "y"), hidden=h,
+                           tau=None if tau is None else float(tau))
 
     @staticmethod
     def from_callable(d: int, domain: str, log_density_grad: Callable[[np.ndarray], Any],
