@@ -96,6 +96,10 @@ fn sbatch(args: &[String]) -> Result<String> {
 /// Asks Slurm whether it would accept the array (`sbatch --test-only`: partition, account,
 /// time limit, array size), submitting nothing and writing nothing under the results.
 pub fn check(sweep: &Sweep, todo: &[usize], opts: &Options, exe: &Path) -> Result<()> {
+    // `#SBATCH --output=…` lines are split at blanks, and quoting there is not portable.
+    if sweep.dir().to_string_lossy().contains(char::is_whitespace) {
+        bail!("--engine slurm needs a results path without blanks, not {}", sweep.runs_dir.display());
+    }
     let mut tmp = tempfile::Builder::new().suffix(".sbatch").tempfile().context("cannot create a temporary file")?;
     std::io::Write::write_all(&mut tmp, script(sweep, todo, opts, exe)?.as_bytes())?;
     sbatch(&["--test-only".to_string(), tmp.path().to_string_lossy().into_owned()])?;
