@@ -136,3 +136,19 @@ def test_step_size_auto_adapts_like_dlp_sample(dlp_bin, examples, tmp_path):
     assert run.warmup_steps == 100 and run.trace_steps[0] == 101
     with pytest.raises(ValueError, match="step-size adaptation needs a Metropolis-adjusted sampler"):
         dlp.sample(model, "gibbs", step_size="auto", chains=2, steps=10)
+
+
+def test_categorical_callback_with_one_hot_gradient_matches_the_builtin_model():
+    logits = np.log(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]))
+
+    def f_grad(x):
+        f = logits[np.arange(3), x].sum(axis=1)
+        return f, np.broadcast_to(logits, (len(x), 3, 3))
+
+    builtin = dlp.Model.categorical(logits=logits)
+    twin = dlp.Model.from_callable(3, "categorical", f_grad, k=3)
+    assert twin.values == [0, 1, 2]
+    for sampler in ("dmala", "dula", "gibbs"):
+        a = dlp.sample(builtin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
+        b = dlp.sample(twin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
+        np.testing.assert_array_equal(a.trace, b.trace, err_msg=sampler)
