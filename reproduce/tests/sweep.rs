@@ -180,13 +180,29 @@ fn shipped_sweep_files_expand_against_their_binaries() {
     assert!(n >= 1);
 }
 
-/// Stops the private cluster whatever happens to the test.
-struct Cluster(PathBuf);
+/// Stops the private cluster whatever happens to the test, and keeps its directory (daemon
+/// logs, sweep logs) when the test failed.
+struct Cluster {
+    dir: Option<tempfile::TempDir>,
+    conf_dir: PathBuf,
+}
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new("bash").arg(scripts().join("slurm-down.sh")).arg(&self.0).status();
+        let down = scripts().join("slurm-down.sh");
+        let _ = Command::new("bash").env("PATH", sbin_path()).arg(down).arg(&self.conf_dir).status();
+        if std::thread::panicking()
+            && let Some(dir) = self.dir.take()
+        {
+            eprintln!("kept {} for its logs", dir.keep().display());
+        }
     }
+}
+
+/// PATH plus /usr/sbin and /sbin, where Debian puts the Slurm daemons (an ordinary user's
+/// PATH lacks them).
+fn sbin_path() -> String {
+    format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default())
 }
 
 fn scripts() -> PathBuf {
@@ -197,7 +213,8 @@ fn scripts() -> PathBuf {
 fn slurm_sweep_on_a_one_node_cluster_equals_the_local_sweep() {
     let required = std::env::var("DLP_REQUIRE_SLURM").is_ok_and(|v| v == "1");
     let have = |c: &str| {
-        Command::new("sh").args(["-c", &format!("command -v {c}")]).output().is_ok_and(|o| o.status.success())
+        let out = Command::new("sh").env("PATH", sbin_path()).args(["-c", &format!("command -v {c}")]).output();
+        out.is_ok_and(|o| o.status.success())
     };
     let missing: Vec<&str> =
         ["slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo"].into_iter().filter(|c| !have(c)).collect();
@@ -206,10 +223,12 @@ fn slurm_sweep_on_a_one_node_cluster_equals_the_local_sweep() {
         eprintln!("SKIP: Slurm not installed (apt-get install slurmctld slurmd slurm-client)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = dir.path().join("cluster");
-    let up = Command::new("bash").arg(scripts().join("slurm-up.sh")).arg(&cluster).output().unwrap();
-    let _guard = Cluster(cluster.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let cluster = dir.join("cluster");
+    let up = Command::new("bash").env("PATH", sbin_path()).arg(scripts().join("slurm-up.sh")).arg(&cluster).output();
+    let up = up.unwrap();
+    let _guard = Cluster { dir: Some(tmp), conf_dir: cluster.clone() };
     if up.status.code() == Some(77) && !required {
         eprintln!("SKIP: {}", String::from_utf8_lossy(&up.stderr).trim());
         return;
@@ -234,14 +253,14 @@ fn slurm_sweep_on_a_one_node_cluster_equals_the_local_sweep() {
     };
 
     // A partition Slurm does not have: refused by sbatch --test-only, nothing written.
-    let bad = dir.path().join("bad");
+    let bad = dir.join("bad");
     let out = slurm(&bad, &["--partition", "nope"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: sbatch refused the job:") && err.lines().count() == 1, "{err}");
     assert!(!bad.exists());
 
-    let (s, l) = (dir.path().join("slurm"), dir.path().join("local"));
+    let (s, l) = (dir.join("slurm"), dir.join("local"));
     let out = slurm(&s, &["--jobs", "2"]);
     let keep = || format!("{}; cluster logs in {}", text(&out), cluster.display());
     assert!(out.status.success(), "{}", keep());
