@@ -45,19 +45,24 @@ pub fn load_model(path: &Path) -> Result<Model, ModelError> {
         std::fs::read(path).map_err(|e| ModelError::Io { file: file.clone(), message: dlp_core::io::io_reason(&e) })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| ModelError::Invalid { file: file.clone(), message: "not UTF-8 text".into() })?;
-    parse_model_str(&text, format, &file)
+    let value = parse_value(&text, format, &file)?;
+    model_from_value(&value, path.parent()).map_err(|e| e.in_file(&file))
 }
 
 /// Parses and validates model text; `file` is the name used in error messages.
 pub fn parse_model_str(text: &str, format: Format, file: &str) -> Result<Model, ModelError> {
-    let value = match format {
+    let value = parse_value(text, format, file)?;
+    model_from_value(&value, None).map_err(|e| e.in_file(file))
+}
+
+fn parse_value(text: &str, format: Format, file: &str) -> Result<Value, ModelError> {
+    Ok(match format {
         Format::Json => serde_json::from_str::<Value>(text).map_err(|e| json_syntax_error(&e, file))?,
         Format::Toml => {
             let table: toml::Table = toml::from_str(text).map_err(|e| toml_syntax_error(&e, text, file))?;
             toml_to_json(toml::Value::Table(table), "").map_err(|e| e.in_file(file))?
         }
-    };
-    model_from_value(&value).map_err(|e| e.in_file(file))
+    })
 }
 
 fn json_syntax_error(e: &serde_json::Error, file: &str) -> ModelError {
@@ -196,7 +201,9 @@ pub(crate) fn matrix(
     Ok((out, ncols.unwrap_or(0)))
 }
 
-fn model_from_value(v: &Value) -> Result<Model, ModelError> {
+/// `base`: the model file's directory, against which a `data` file name is resolved (`None`
+/// for text without a file: then `data` must be inline).
+fn model_from_value(v: &Value, base: Option<&Path>) -> Result<Model, ModelError> {
     let Some(obj) = v.as_object() else {
         return err("the model must be an object (JSON) or a table (TOML)");
     };
@@ -289,7 +296,29 @@ fn model_from_value(v: &Value) -> Result<Model, ModelError> {
         if domain == DomainKind::Spin { Space::spin(d) } else { Space::binary(d) }
     };
     check_space_values(&space)?;
-    (kind.parse)(obj, &space)
+    match obj.get("data") {
+        Some(Value::String(name)) if kind.keys.contains(&"data") => {
+            let mut obj = obj.clone();
+            obj.insert("data".into(), read_data_file(name, base)?);
+            (kind.parse)(&obj, &space)
+        }
+        _ => (kind.parse)(obj, &space),
+    }
+}
+
+/// The data file `name` (relative to `base`, the model file's directory) as a list of rows, so
+/// that kinds read inline and file data alike.
+fn read_data_file(name: &str, base: Option<&Path>) -> Result<Value, ModelError> {
+    let Some(base) = base else {
+        return err(format!(
+            "data names the file \"{name}\", which needs a model file to be resolved against; give the rows inline"
+        ));
+    };
+    let path = base.join(name);
+    let m = crate::samples::read_number_matrix(&path, crate::samples::Delimiter::Auto)
+        .map_err(|e| ModelError::param(format!("data file: {e}")))?;
+    let row = |r: &[f64]| Value::Array(r.iter().map(|&x| Value::from(x)).collect());
+    Ok(Value::Array(if m.d == 0 { vec![] } else { m.values.chunks_exact(m.d).map(row).collect() }))
 }
 
 fn domain_str(k: DomainKind) -> &'static str {

@@ -10,6 +10,7 @@
 //!
 //! Errors display as the `gof.md` §10.5 lines without the leading `error: `.
 
+pub mod bnn;
 pub mod categorical;
 pub mod couplings;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod rbm;
 pub mod samples;
 pub mod table;
 
+pub use bnn::BnnModel;
 pub use categorical::CategoricalModel;
 pub use couplings::{Couplings, LatticeSpec};
 pub use error::ModelError;

@@ -147,6 +147,18 @@ pub enum SamplesError {
         /// The token.
         token: String,
     },
+    /// A token of a data file that is not a finite number.
+    #[error("{file}:{line}:{column}: not a finite number: \"{token}\"")]
+    NotNumber {
+        /// File name as given.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based position in the row.
+        column: usize,
+        /// The token.
+        token: String,
+    },
     /// A non-integral number or other text.
     #[error("{file}:{line}:{column}: not an integer: \"{token}\"")]
     NotInteger {
@@ -470,6 +482,18 @@ pub fn parse_real_matrix_str(
 pub fn read_real_matrix(path: &Path, d: Option<usize>, delimiter: Delimiter) -> Result<RealMatrix, SamplesError> {
     let text = read_text(path)?;
     parse_real_matrix_str(&text, &path.display().to_string(), d, delimiter)
+}
+
+/// Reads a matrix of finite numbers with the samples grammar (optional header, any delimiter):
+/// a data file of features and targets (`bnn` model files name one as `data`).
+pub fn read_number_matrix(path: &Path, delimiter: Delimiter) -> Result<RealMatrix, SamplesError> {
+    let text = read_text(path)?;
+    let file = path.display().to_string();
+    let (n, d, values) = parse_cells(&text, &file, None, delimiter, |t, line, column| match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(SamplesError::NotNumber { file: file.clone(), line, column, token: t.to_string() }),
+    })?;
+    Ok(RealMatrix { n, d, values })
 }
 
 /// The text [`write_samples`] writes.
