@@ -9,12 +9,14 @@
 //! * [`results`], [`csv_out`], `meta`: the results directory, atomic CSV/JSON writes, `meta.json`;
 //! * [`plot`]: every figure (the only module that uses plotters);
 //! * [`observe`], [`report`]: observers of `run_chains`, curves, summary pieces;
+//! * [`corv`] (paper 001 Figs. 1–2: bounded toys, exact CoRV oracles),
 //! * [`bias`] (Figs. 1a/1b), [`ising`] (Figs. 2, 3, 7), [`rbm`] (Fig. 4), [`pcd`] (Fig. 5),
 //!   [`gof_power`], [`gf_svgd`] (paper 004's Figs. 1–3, 7): each experiment's maths and its claims;
 //! * [`sweep`]: seeds × flag values of any binary, locally or as a Slurm array (`dlp-sweep`).
 
 pub mod args;
 pub mod bias;
+pub mod corv;
 pub mod csv_out;
 pub mod gf_svgd;
 pub mod gof_power;
