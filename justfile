@@ -90,9 +90,11 @@ test-stat:
 bench *args:
     cargo bench --workspace "$@"
 
-# Our `dlp bench` sweep and the peer's (official PyTorch port, numpy, C floor) back to back,
-# joined into results/bench/ (summary.md, speedup.md, bench.csv, bench.json, ns_per_spin.svg).
-# `just bench-peer --quick` takes under 5 minutes.
+# `just bench-peer [--quick] [--device cuda] [--seed S] [--no-paper] [OUTDIR]`: sets up what is
+# missing (bench/peer/setup.sh: Debian's CPU-only torch via apt when root), then our `dlp bench`
+# sweep and the peer's (bench/peer: ported official PyTorch samplers, numpy, C floor) in one run,
+# joined into results/bench/ and the same-run ratio block of paper/performance.md.
+# Our samplers vs a port of the official PyTorch code, same run (--quick: ~2 minutes)
 bench-peer *args:
     bash scripts/bench_peer.sh "$@"
 

@@ -3,14 +3,16 @@
 bench.csv and bench.json (one row per configuration: sampler, model, L, dims, chains, sigma,
 threads; median seconds per step of each implementation; ratios rust/peer) and
 ns_per_spin.svg (log-log ns per spin-step vs number of spins, Ising, 1 thread, largest
-chain count, one line per implementation and sampler). Standard library only (no
-matplotlib on these machines): the SVG is drawn by hand.
+chain count, one line per implementation and sampler), and with --markdown FILE the
+same-run table of paper/performance.md (ours beside the ported official code, ratios).
+Standard library only (no matplotlib on these machines): the SVG is drawn by hand.
 
-    python3 bench_report.py peer.jsonl rust.jsonl --out results/bench
+    python3 bench_report.py peer.jsonl rust.jsonl --out results/bench [--markdown ratios.md --title T]
 """
 import argparse, csv, json, math, os, statistics, tempfile
 
-IMPLS = ["rust", "rust-generic", "torch-port", "torch-upstream", "numpy", "c-floor-table", "c-floor-exp"]
+IMPLS = ["rust", "rust-generic", "torch-port", "torch-port-cuda", "torch-upstream", "numpy", "c-floor-table",
+         "c-floor-exp"]
 
 
 def atomic_write(path, text):
@@ -26,6 +28,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--markdown", help="also write the same-run ratio tables (markdown) here")
+    ap.add_argument("--title", default="Same-run ratios", help="heading line of --markdown")
     a = ap.parse_args()
     recs = []
     for p in a.files:
@@ -67,7 +71,83 @@ def main():
     w.writerows(rows)
     atomic_write(os.path.join(a.out, "bench.csv"), buf.getvalue())
     atomic_write(os.path.join(a.out, "ns_per_spin.svg"), plot(rows))
+    if a.markdown:
+        atomic_write(a.markdown, markdown(rows, a.title))
     print("wrote %d rows to %s" % (len(rows), a.out))
+
+
+def fmt(v):
+    if v is None:
+        return "–"
+    return "%.3g" % v if v < 1000 else "%.0f" % v
+
+
+def ratio(v):
+    return ("%.3g" % v if v < 1000 else "%.0f" % v) + "x"
+
+
+def markdown(rows, title):
+    """The tables of the paper page: one row per (sampler, model, size, chains); ns per
+    spin-step of each implementation, and how many times faster ours is than the official
+    algorithms (port), all from the records of this run. With GPU peer rows, ours at every
+    thread count is set against the official code on the GPU."""
+    out = [title, ""]
+    peer_of = {}  # dula-f32 is set against the peer's dula (the reference computes in f32 too)
+    for r in rows:
+        peer_of[(r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"], r["threads"])] = r
+    def peer(r, col):
+        s = r["sampler"][: -len("-f32")] if r["sampler"].endswith("-f32") else r["sampler"]
+        p = peer_of.get((s, r["model"], r["L"], r["dims"], r["chains"], r["sigma"], r["threads"]))
+        return p and p[col]
+    cpu = [r for r in rows if r["threads"] == 1 and r["s_rust"] is not None and peer(r, "s_torch-port") is not None]
+    if cpu:
+        out += ["ns per spin-step, 1 thread; × = official (port) / dlp, same run.", "",
+                "| sampler | model | L / dims | chains | official (port) | dlp | × | dlp generic | numpy | C floor (table) |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in cpu:
+            size = r["L"] if r["model"] == "ising" else "%d×500" % r["dims"]
+            ref = peer(r, "ns_spin_torch-port")
+            out.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                r["sampler"], r["model"], size, r["chains"], fmt(ref), fmt(r["ns_spin_rust"]),
+                ratio(ref / r["ns_spin_rust"]), fmt(r["ns_spin_rust-generic"]),
+                fmt(peer(r, "ns_spin_numpy")), fmt(peer(r, "ns_spin_c-floor-table"))))
+        ratios = {}
+        for r in cpu:
+            ratios.setdefault(r["sampler"], []).append(peer(r, "ns_spin_torch-port") / r["ns_spin_rust"])
+        out += ["", "Geometric mean of × per sampler: " + ", ".join(
+            "%s %s (%d row%s)" % (k, ratio(math.exp(statistics.fmean(map(math.log, v)))), len(v),
+                                   "" if len(v) == 1 else "s")
+            for k, v in sorted(ratios.items())) + ".", ""]
+    gpu = {}
+    for r in rows:
+        if r["s_torch-port-cuda"] is not None:
+            gpu[(r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"])] = r["ns_spin_torch-port-cuda"]
+    ours = [r for r in rows if r["s_rust"] is not None]
+    thr = sorted({r["threads"] for r in ours})
+    if gpu and ours:
+        out += ["ns per spin-step; official code (port) on the GPU against dlp on this machine's CPU threads; "
+                "× = official / dlp, same run.", "",
+                "| sampler | model | L / dims | chains | official, GPU | " +
+                " | ".join("dlp %d thr | ×" % t for t in thr) + " |",
+                "|---|---|---:|---:|---:|" + "---:|---:|" * len(thr)]
+        by = {}
+        for r in ours:
+            by.setdefault((r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"]), {})[r["threads"]] = r
+        for key, per in by.items():
+            s = key[0][: -len("-f32")] if key[0].endswith("-f32") else key[0]
+            ref = gpu.get((s,) + key[1:])
+            if ref is None:
+                continue
+            cells = []
+            for t in thr:
+                v = per.get(t) and per[t]["ns_spin_rust"]
+                cells += [fmt(v), ratio(ref / v) if v else "–"]
+            size = key[2] if key[1] == "ising" else "%d×500" % key[3]
+            out.append("| %s | %s | %s | %d | %s | %s |" % (key[0], key[1], size, key[4], fmt(ref), " | ".join(cells)))
+        out.append("")
+    if len(out) == 2:
+        out.append("(no configuration was measured by both dlp and the official code in this run)\n")
+    return "\n".join(out)
 
 
 def plot(rows):
