@@ -5,7 +5,9 @@ The run is issue 19's: the 5×5 periodic Ising lattice (σ = 0.1, bias 0.2: coup
 in the model file), 32 chains, 50,000 DMALA steps at α = 0.4, seed --seed. Both sides run in
 release builds, alternately, `--repeats` times; the median wall time of each is reported and
 their ratio. The callback model (numpy energy, f and ∂f/∂s of the whole batch per call) runs
-fewer steps (--callback-steps) and is reported per step.
+fewer steps (--callback-steps) and is reported per step, beside the per-step time of the
+official DMALA code's PyTorch port (bench/peer/port_dlp.py; skipped, and said so, when torch
+or the port is absent) on the same lattice and chains.
 
     python3 python/bench/overhead.py [--quick] [--seed S] [--repeats R] [--dlp PATH]
 
@@ -48,6 +50,30 @@ def lattice_J() -> np.ndarray:
     return J
 
 
+def torch_peer(peer_dir: Path, steps: int, chains: int, step_size: float, seed: int) -> dict:
+    """Per-step time of the official DMALA code's PyTorch port (bench/peer/port_dlp.py: the
+    upstream algorithm and cost model, autograd gradient, dense J) on the same lattice, or why
+    it was not run (no torch, or no port)."""
+    try:
+        import torch
+    except ImportError:
+        return {"skipped": "torch is not importable in this Python"}
+    if not (peer_dir / "port_dlp.py").exists():
+        return {"skipped": f"no port_dlp.py in {peer_dir}"}
+    sys.path.insert(0, str(peer_dir))
+    import port_dlp  # noqa: E402 (the peer's port, found at run time)
+    torch.manual_seed(seed)
+    model = port_dlp.LatticeIsingModel(L, init_sigma=SIGMA, init_bias=BIAS)
+    sampler = port_dlp.LangevinSampler(L * L, 1, temp=2.0, step_size=step_size, mh=True)
+    x = (torch.rand(chains, L * L) < 0.5).float()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        x = sampler.step(x.detach(), model).detach()
+    dt = time.perf_counter() - t0
+    return {"code": "bench/peer/port_dlp.py LangevinSampler(mh=True), temp 2 as upstream", "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(), "steps": steps, "seconds": dt, "us_per_step": 1e6 * dt / steps}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="seconds: 2,000 steps, 1 repeat")
@@ -56,6 +82,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=50_000)
     ap.add_argument("--callback-steps", type=int, default=5_000)
     ap.add_argument("--dlp", help="the dlp binary (default: target/release/dlp, built if absent)")
+    ap.add_argument("--peer-dir", type=Path, default=ROOT / "bench" / "peer",
+                    help="directory of port_dlp.py, the official code's PyTorch port (needs torch)")
     a = ap.parse_args()
     if a.quick:
         a.steps, a.repeats, a.callback_steps = 2_000, 1, 500
@@ -90,6 +118,7 @@ def main() -> int:
         sj = s @ J
         return 0.5 * np.einsum("ni,ni->n", sj, s) + s @ b, sj + b
 
+    peer = torch_peer(a.peer_dir, a.callback_steps, chains, step_size, a.seed)
     cb = dlp.Model.from_callable(L * L, "spin", f_grad)
     t0 = time.perf_counter()
     dlp.sample(cb, "dmala", step_size=step_size, chains=chains, steps=a.callback_steps, seed=a.seed)
@@ -104,8 +133,7 @@ def main() -> int:
         "same_final_states": same,
         "callback": {"steps": a.callback_steps, "seconds": cb_t, "us_per_step": 1e6 * cb_t / a.callback_steps,
                      "builtin_us_per_step": 1e6 * builtin_step},
-        "pytorch_reference": None,
-        "note": "pytorch_reference is null: torch is not installed here, so the official PyTorch code was not run",
+        "pytorch_reference": peer,
         "cpu_count": os.cpu_count(),
     }
     dest = ROOT / "results" / "python-bench"
@@ -118,6 +146,10 @@ def main() -> int:
     print(f"ratio Python / CLI: {out['python_over_cli']:.4f}   identical final states: {same}")
     print(f"numpy callback model: {out['callback']['us_per_step']:.1f} µs per step (32 chains) vs built-in "
           f"{out['callback']['builtin_us_per_step']:.2f} µs")
+    if "us_per_step" in peer:
+        print(f"official-code PyTorch port (port_dlp.LangevinSampler, mh=True): {peer['us_per_step']:.1f} µs per step")
+    else:
+        print(f"PyTorch reference not run: {peer['skipped']}")
     return 0
 
 
