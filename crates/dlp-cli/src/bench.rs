@@ -302,6 +302,11 @@ fn time_config(
             run_chains(sampler.as_ref(), target, x0, steps, &opts, |_, _| Tally::default())
                 .map_err(|e| CliError::input(format!("{name} on {kind}: {e}")))
         };
+        // One untimed step first: the process's first run pays one-off costs (page faults of
+        // fresh buffers, lazily built tables) that, taken as the calibration, made the first
+        // configuration of a pass time 1-step runs (observed: 870 ns instead of 5 ns per
+        // spin-step for DULA, L = 10, one chain).
+        go(1)?;
         // Warm-up doubling as calibration: grow the step count until a run takes ≥ budget/8.
         let mut steps = 1;
         let mut per = loop {
