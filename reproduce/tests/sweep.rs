@@ -180,6 +180,78 @@ fn shipped_sweep_files_expand_against_their_binaries() {
     assert!(n >= 1);
 }
 
+/// A stand-in binary (bash) with the `--seed`/`--out` contract: writes `t.csv` (x = seed,
+/// y = seed²) into `--out`, then, for seeds ≥ 1 and unless FAKE_FAST is set, sleeps a minute,
+/// so that a sweep over it can be killed at a known point.
+const FAKE: &str = r#"#!/bin/bash
+if [ "$1" = --help ]; then printf 'Usage: fake [OPTIONS]\n      --seed <SEED>  seed\n      --out <OUT>  dir\n'; exit 0; fi
+while [ $# -gt 0 ]; do case $1 in --seed) seed=$2; shift 2;; --out) out=$2; shift 2;; *) shift;; esac; done
+mkdir -p "$out"; printf 'x,y\n%s,%s\n' "$seed" "$((seed * seed))" > "$out/t.csv"
+if [ "$seed" -ge 1 ] && [ -z "${FAKE_FAST:-}" ]; then sleep 60; fi
+"#;
+
+/// Kills a process group when dropped: the test's deliberate crash, and the clean-up if the
+/// test fails before it.
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.0)]).status();
+    }
+}
+
+#[test]
+fn a_sweep_killed_half_way_reruns_only_the_unfinished_tasks() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake");
+    std::fs::write(&fake, FAKE).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let res = dir.path().join("results");
+    let sweep = |fast: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlp-sweep"));
+        c.args(["run", "fake", "--seeds", "0..4", "--jobs", "1", "--bin"]).arg(&fake).arg("--results").arg(&res);
+        if fast {
+            c.env("FAKE_FAST", "1");
+        }
+        c
+    };
+    // Its own process group, so that killing it takes the running task and its binary along,
+    // as Ctrl-C or a node failure would.
+    let mut child = sweep(false).process_group(0).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let group = KillGroup(child.id());
+    let runs_of = |pat: &str| {
+        std::fs::read_dir(res.join("fake")).map_or(vec![], |d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.contains(pat)).collect()
+        })
+    };
+    let start = std::time::Instant::now();
+    while runs_of("seed-1_").iter().all(|n| !n.ends_with(".tmp")) {
+        assert!(start.elapsed().as_secs() < 60, "task 1 never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(group);
+    child.wait().unwrap();
+    let seed0 = runs_of("seed-0_");
+    assert_eq!(seed0.len(), 1, "{seed0:?}");
+    let seed0 = res.join("fake").join(&seed0[0]);
+    let kept = std::fs::metadata(seed0.join("sweep-task.json")).unwrap().modified().unwrap();
+    assert!(runs_of("seed-1_")[0].ends_with(".tmp"), "the killed run has no final directory");
+
+    let out = sweep(true).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("fake: 4 tasks, 1 done, 3 to run"), "{}", text(&out));
+    let all = runs_of("seed-");
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert!(all.iter().all(|n| !n.ends_with(".tmp")), "{all:?}");
+    assert_eq!(std::fs::metadata(seed0.join("sweep-task.json")).unwrap().modified().unwrap(), kept);
+    let g = std::fs::read_dir(res.join("fake/sweeps")).unwrap().next().unwrap().unwrap().path().join("gather");
+    let tidy = std::fs::read_to_string(g.join("t.csv")).unwrap();
+    let ys: Vec<&str> = tidy.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(ys, ["0", "1", "4", "9"]);
+}
+
 /// Stops the private cluster whatever happens to the test, and keeps its directory (daemon
 /// logs, sweep logs) when the test failed.
 struct Cluster {
