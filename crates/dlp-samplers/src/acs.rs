@@ -27,6 +27,7 @@
 //! Binary, spin, categorical and ordinal spaces, as DLP.
 
 use crate::dlp::{DlpChains, DlpProposal, DlpSampler};
+use crate::fast::ising::IsingDlpChains;
 use crate::registry::{SamplerName, SamplerParams};
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 
@@ -147,7 +148,17 @@ impl Sampler for Acs {
     }
 
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
-        let inner = self.phase_sampler(0).start_chains(target, x0)?;
+        // Uniform lattice Ising models: the lattice DLP kernel, its class tables re-set per
+        // phase (the same kernels, `fast::ising`); everything else: the generic DLP chains.
+        let inner = match crate::fast::ising::qualifying_model(target) {
+            Some(m) => {
+                let p = &self.proposals[0];
+                let mut c = IsingDlpChains::from_view(target.space(), &m, p.half_inv_step(0), self.mh, x0)?;
+                c.set_proposal(p.half_inv_step(0), p.balance());
+                Inner::Lattice(Box::new(c))
+            }
+            None => Inner::Generic(Box::new(self.phase_sampler(0).start_chains(target, x0)?)),
+        };
         Ok(Box::new(AcsChains { inner, proposals: self.proposals.clone(), t: 0 }))
     }
 
@@ -167,37 +178,62 @@ impl ExactKernel for Acs {
     }
 }
 
+/// The DLP chains a cyclical run steps.
+enum Inner<'t> {
+    Generic(Box<DlpChains<'t>>),
+    Lattice(Box<IsingDlpChains>),
+}
+
+impl Inner<'_> {
+    fn chains(&self) -> &dyn Chains {
+        match self {
+            Inner::Generic(c) => c.as_ref(),
+            Inner::Lattice(c) => c.as_ref(),
+        }
+    }
+
+    fn set_proposal(&mut self, p: &DlpProposal) {
+        match self {
+            Inner::Generic(c) => c.set_proposal(p.clone()),
+            Inner::Lattice(c) => c.set_proposal(p.half_inv_step(0), p.balance()),
+        }
+    }
+}
+
 /// Running cyclical chains: the DLP chains and the step count t (phase t mod s).
 struct AcsChains<'t> {
-    inner: DlpChains<'t>,
+    inner: Inner<'t>,
     proposals: Vec<DlpProposal>,
     t: usize,
 }
 
 impl Chains for AcsChains<'_> {
     fn n_chains(&self) -> usize {
-        self.inner.n_chains()
+        self.inner.chains().n_chains()
     }
 
     fn positions(&self) -> &[u32] {
-        self.inner.positions()
+        self.inner.chains().positions()
     }
 
     fn log_densities(&self) -> Option<&[f64]> {
-        self.inner.log_densities()
+        self.inner.chains().log_densities()
     }
 
-    /// Switches the proposal to this step's phase (recomputing the cached logits from the
-    /// cached gradients when (α, β) changes; the clipped tail of a cycle repeats one phase),
-    /// then one DLP step. The uniforms drawn are DLP's.
+    /// Switches the proposal to this step's phase (recomputing the cached logits, or the
+    /// lattice's class tables, when (α, β) changes; the clipped tail of a cycle repeats one
+    /// phase), then one DLP step. The uniforms drawn are DLP's.
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError> {
         let s = self.proposals.len();
         let (k, prev) = (self.t % s, (self.t + s - 1) % s);
         if self.t > 0 && self.proposals[k] != self.proposals[prev] {
-            self.inner.set_proposal(self.proposals[k].clone());
+            self.inner.set_proposal(&self.proposals[k]);
         }
         self.t += 1;
-        self.inner.try_step(rngs, info, batch)
+        match &mut self.inner {
+            Inner::Generic(c) => c.try_step(rngs, info, batch),
+            Inner::Lattice(c) => c.try_step(rngs, info, batch),
+        }
     }
 }
 

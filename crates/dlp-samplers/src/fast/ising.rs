@@ -116,6 +116,9 @@ impl Geometry {
 
 /// Per-class quantities, in f64 from the generic formula.
 struct Classes {
+    /// g_i (1 − 2x_i) of a site of the class (the first-order change of f by its flip); the
+    /// logit is β times it minus 1/(2α) ([`IsingDlpChains::set_proposal`]).
+    gr: Vec<f64>,
     logit: Vec<f64>,
     softplus: Vec<f64>,
     thr: Vec<Threshold>,
@@ -128,8 +131,10 @@ struct Classes {
     /// first is Σ_k (H'_k − H_k) s_k, since a site that does not flip keeps its s.
     s: Vec<i64>,
     snb: Vec<i64>,
-    /// ½c.
+    /// β·c (½c for the paper's DLP).
     half_c: f64,
+    /// c = 2 spin, 1 binary.
+    c: f64,
 }
 
 /// Running DULA/DMALA chains on a uniform lattice Ising model (see the module doc).
@@ -232,6 +237,7 @@ impl IsingDlpChains {
         let (w, b, spin) = (spec.coupling, model.fields[0], model.spin);
         let nc = geo.n_classes();
         let mut cl = Classes {
+            gr: vec![0.0; nc],
             logit: vec![0.0; nc],
             softplus: vec![0.0; nc],
             thr: vec![Threshold::default(); nc],
@@ -239,30 +245,26 @@ impl IsingDlpChains {
             m: vec![0; nc],
             s: vec![0; nc],
             snb: vec![0; nc],
-            half_c: if spin { 1.0 } else { 0.5 },
+            half_c: 0.0,
+            c: if spin { 2.0 } else { 1.0 },
         };
         for k in 0..nc {
             let (x, deg, up) = geo.class_parts(k);
             let (u, nsum) = if spin { (2 * x as i64 - 1, 2 * up as i64 - deg as i64) } else { (x as i64, up as i64) };
-            // The generic path: g_i = (du/dx)·(b + Σ_j w u_j), ℓ = ½ g (1 − 2x) − 1/(2α).
+            // The generic path: g_i = (du/dx)·(b + Σ_j w u_j), ℓ = β g (1 − 2x) − 1/(2α).
             let g = if spin { 2.0 } else { 1.0 } * (b + w * nsum as f64);
-            let l = 0.5 * g * (1.0 - 2.0 * x as f64) - half_inv_step;
-            cl.logit[k] = l;
-            cl.softplus[k] = softplus(l);
-            cl.thr[k] = Threshold::of_probability(sigmoid(l));
+            cl.gr[k] = g * (1.0 - 2.0 * x as f64);
             cl.e2[k] = u * nsum;
             cl.m[k] = u;
             cl.s[k] = 1 - 2 * x as i64;
             cl.snb[k] = cl.s[k] * nsum;
         }
-        let (mut t8, mut lo56) = ([0u8; TORUS_CLASSES], [0u64; TORUS_CLASSES]);
+        let (t8, lo56) = ([0u8; TORUS_CLASSES], [0u64; TORUS_CLASSES]);
         let mut snb16 = [0i8; 16];
         let mut interior = Vec::new();
         if let Geometry::Torus { rows, cols } = geo {
-            for (k, t) in cl.thr.iter().enumerate() {
-                t8[k] = (t.bits() >> 56) as u8;
-                lo56[k] = t.bits() & LOW56;
-                snb16[k] = cl.snb[k] as i8;
+            for (t, &v) in snb16.iter_mut().zip(&cl.snb) {
+                *t = v as i8;
             }
             let w = cols + 2;
             interior = (0..rows * w - 2).map(|q| u8::from((q + 1) % w != 0 && (q + 1) % w != w - 1)).collect();
@@ -302,6 +304,7 @@ impl IsingDlpChains {
             cl,
             geo,
         };
+        c.set_proposal(half_inv_step, 0.5);
         let (mut cls, mut h) = (vec![0u8; d], vec![0u32; nc]);
         for j in 0..n {
             let g = &mut c.grid[j];
@@ -321,6 +324,27 @@ impl IsingDlpChains {
             }
         }
         Ok(c)
+    }
+
+    /// Sets the proposal to step 1/(2α) = `half_inv_step` and gradient weight β (½ for the
+    /// paper's DLP; cyclical DLP changes both every step, `crate::acs`): only the per-class
+    /// logits, their softplus and flip thresholds and the torus tables change (tens of
+    /// classes); the chains' states, class histograms and statistics do not depend on them.
+    pub fn set_proposal(&mut self, half_inv_step: f64, beta: f64) {
+        let cl = &mut self.cl;
+        for k in 0..cl.gr.len() {
+            let l = beta * cl.gr[k] - half_inv_step;
+            cl.logit[k] = l;
+            cl.softplus[k] = softplus(l);
+            cl.thr[k] = Threshold::of_probability(sigmoid(l));
+        }
+        cl.half_c = beta * cl.c;
+        if !self.interior.is_empty() {
+            for (k, t) in cl.thr.iter().enumerate() {
+                self.t8[k] = (t.bits() >> 56) as u8;
+                self.lo56[k] = t.bits() & LOW56;
+            }
+        }
     }
 
     fn f_of(&self, e2: i64, m: i64) -> f64 {

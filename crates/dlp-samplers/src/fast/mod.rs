@@ -13,7 +13,7 @@
 //!
 //! | fast path | when | file |
 //! |---|---|---|
-//! | DULA / DMALA on a uniform lattice Ising model | Ising capability with a lattice, one coupling, uniform field; no preconditioner | [`ising`] |
+//! | DULA / DMALA on a uniform lattice Ising model, any gradient weight β (so also every phase of `acs-dmala`/`acs-dula`) | Ising capability with a lattice, one coupling, uniform field; no preconditioner | [`ising`] |
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
@@ -127,15 +127,19 @@ pub fn dlp_fast_path<'t>(
     target: &'t dyn Target,
     x0: &[u32],
 ) -> Result<Option<Box<dyn dlp_core::Chains + 't>>, dlp_core::SamplerError> {
-    // The specialised kernels hard-code the paper's ½ gradient weight.
-    if proposal.precond().is_some() || proposal.balance() != 0.5 {
+    if proposal.precond().is_some() {
         return Ok(None);
     }
     // The lattice class tables hold the f64 logits; the single-precision variants run the
     // generic chains there (their point is the RBM's f32 gradient product).
     if let Some(m) = ising::qualifying_model(target).filter(|_| !proposal.has_f32_gradient()) {
-        let chains = ising::IsingDlpChains::from_view(target.space(), &m, proposal.half_inv_step(0), mh, x0)?;
+        let mut chains = ising::IsingDlpChains::from_view(target.space(), &m, proposal.half_inv_step(0), mh, x0)?;
+        chains.set_proposal(proposal.half_inv_step(0), proposal.balance());
         return Ok(Some(Box::new(chains)));
+    }
+    // The RBM kernels hard-code the paper's ½ gradient weight.
+    if proposal.balance() != 0.5 {
+        return Ok(None);
     }
     if let Some(r) = target.capabilities().rbm {
         return Ok(Some(Box::new(rbm::RbmDlpChains::from_view(target.space(), r, proposal.clone(), mh, x0)?)));

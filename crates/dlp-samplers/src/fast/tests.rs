@@ -601,8 +601,11 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
         for k in [1, 3, 0] {
             let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
             // k = 0 stands for the locally balanced sampler, which takes the same path.
-            let sampler: Box<dyn Sampler> =
-                if k == 0 { Box::new(crate::locally_balanced::LocallyBalanced) } else { Box::new(Gwg::new(k).unwrap()) };
+            let sampler: Box<dyn Sampler> = if k == 0 {
+                Box::new(crate::locally_balanced::LocallyBalanced)
+            } else {
+                Box::new(Gwg::new(k).unwrap())
+            };
             let mut fast = sampler.start(&m, &x0).unwrap();
             let generic = Generic(&m);
             let mut slow = sampler.start(&generic, &x0).unwrap();
@@ -622,5 +625,63 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
                 assert!((m.log_density(y) - f).abs() < 1e-9, "{name} gwg-{k}: cached f");
             }
         }
+    }
+}
+
+#[test]
+fn balanced_lattice_kernels_equal_the_generic_ones() {
+    // Cyclical DLP's phases on the lattice kernel: for gradient weights β ≠ ½, per-site flip
+    // probabilities on every state, and DMALA log ratios on random pairs, equal the generic
+    // `DlpProposal::with_balance` arithmetic; set_proposal switches between them in place.
+    let mut rng = dlp_core::setup_rng(12);
+    for (alpha, beta) in [(0.4, 0.8), (3.0, 0.95), (0.7, 0.5)] {
+        let proposal = DlpProposal::new(alpha, None).unwrap().with_balance(beta).unwrap();
+        for (name, m) in lattices() {
+            let d = m.d();
+            // Start at another (α, β) and switch, as a cycle does.
+            let mut chains = IsingDlpChains::new(&m, 0.1, true, &vec![0; d]).unwrap();
+            chains.set_proposal(proposal.half_inv_step(0), beta);
+            let space = dlp_core::Target::space(&m);
+            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+            for s in 0..1u64 << d {
+                let x = state_of(s, d);
+                dlp_core::Target::log_density_grad(&m, &x, &mut g);
+                proposal.logits(space, &x, &g, &mut l, &mut z);
+                let fast = chains.flip_probabilities(&x);
+                for i in 0..d {
+                    let p = dlp_core::math::sigmoid(l[i]);
+                    assert!((fast[i] - p).abs() < 1e-12, "{name} α={alpha} β={beta} site {i}: {} vs {p}", fast[i]);
+                }
+            }
+            for _ in 0..500 {
+                let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                if x != y {
+                    let (a, b) = (chains.log_accept_ratio(&x, &y), generic_ratio(&m, &proposal, &x, &y));
+                    assert!((a - b).abs() < 1e-10, "{name} β={beta}: fast {a} generic {b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cyclical_dmala_on_a_lattice_runs_the_lattice_kernel_phase_by_phase() {
+    // acs-dmala's chains on a lattice equal lattice chains whose proposal is set to phase
+    // t mod s before step t, from the same streams (the wiring of `acs.rs` to this kernel).
+    let m = IsingModel::paper_lattice(5, 0.1, 0.2);
+    let acs =
+        crate::acs::Acs::new("acs-dmala", true, crate::acs::Schedule::cosine(4, 3.0, 0.2, 0.95).unwrap()).unwrap();
+    let x0: Vec<u32> = (0..3 * 25).map(|i| (i % 3 == 0) as u32).collect();
+    let mut a = acs.start(&m, &x0).unwrap();
+    let mut b = IsingDlpChains::new(&m, 1.0, true, &x0).unwrap();
+    let (mut ra, mut rb) = (chain_rngs(3, 0, 3), chain_rngs(3, 0, 3));
+    let mut info = vec![StepInfo::default(); 3];
+    for t in 0..40 {
+        let (alpha, beta) = acs.schedule().phases[t % 4];
+        b.set_proposal(0.5 / alpha, beta);
+        a.step(&mut ra, &mut info);
+        dlp_core::Chains::step(&mut b, &mut rb, &mut info);
+        assert_eq!(a.positions(), dlp_core::Chains::positions(&b), "step {t}");
     }
 }
