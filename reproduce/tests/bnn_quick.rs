@@ -1,0 +1,63 @@
+//! `table2` and `table4` with `--quick` (a synthetic stand-in, seconds): every file, the
+//! tidy curve CSV's shape, the summary's rows, and the same numbers at 1 and 2 threads.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn run(bin: &str, out: &Path, extra: &[&str]) -> Value {
+    let o = Command::new(bin).args(["--quick", "--seed", "3", "--out"]).arg(out).args(extra).output().unwrap();
+    assert!(o.status.success(), "{bin} failed: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+fn check(bin: &str, name: &str, columns: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run(bin, &a, &["--threads", "1"]);
+    let mut files: Vec<String> =
+        std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    let want = ["curves.csv", "meta.json", "summary.json", "table.md", &format!("{name}.png"), &format!("{name}.svg")];
+    let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(files, want);
+    let rows = s["rows"].as_array().unwrap();
+    let got: Vec<&str> = rows.iter().map(|r| r["column"].as_str().unwrap()).collect();
+    assert_eq!(got, columns);
+    for r in rows {
+        assert_eq!(r["stand_in"], true);
+        let (ll, rmse) = (r["train_ll"].as_f64().unwrap(), r["test_rmse"].as_f64().unwrap());
+        // −MSE of predictions in (0, 1) against 0/1 labels lies in (−1, 0); RMSE in (0, 1).
+        assert!(ll < 0.0 && ll > -1.0 && rmse > 0.0 && rmse < 1.0, "{r}");
+    }
+    // 2 seeds × columns × (40 / 5 + 1) checkpoints, plus the header.
+    let csv = std::fs::read_to_string(a.join("curves.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * columns.len() * 9);
+    assert!(std::fs::read_to_string(a.join("table.md")).unwrap().contains("synthetic stand-in"));
+    let t = run(bin, &b, &["--threads", "2"]);
+    for (x, y) in rows.iter().zip(t["rows"].as_array().unwrap()) {
+        assert_eq!((&x["train_ll"], &x["test_rmse"]), (&y["train_ll"], &y["test_rmse"]));
+    }
+}
+
+#[test]
+fn table2_quick_writes_every_file_and_is_thread_independent() {
+    check(env!("CARGO_BIN_EXE_table2"), "table2", &["gibbs", "gwg", "dula α=0.1", "dmala α=0.1"]);
+}
+
+#[test]
+fn table4_quick_writes_every_file_and_is_thread_independent() {
+    check(env!("CARGO_BIN_EXE_table4"), "table4", &["B=10", "B=50", "full"]);
+}
+
+#[test]
+fn bad_arguments_are_one_error_line() {
+    let o = Command::new(env!("CARGO_BIN_EXE_table4")).args(["--quick", "--batch-sizes", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.starts_with("error: --batch-sizes: 0 is not in 1..=300") && e.lines().count() == 1, "{e}");
+    let o = Command::new(env!("CARGO_BIN_EXE_table2")).args(["--datasets", "mnist"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown data set \"mnist\""));
+}
