@@ -237,9 +237,8 @@ fn band_figure(
     n_axes: usize,
 ) -> Option<Figure> {
     let keys: Vec<usize> = (0..header.len()).filter(|&c| is_key[c]).collect();
-    let x_pos = keys.iter().position(|&c| {
-        let xs: Vec<&str> =
-            order.iter().map(|k| k[n_axes + keys.iter().position(|&d| d == c).unwrap_or(0)].as_str()).collect();
+    let x_pos = (0..keys.len()).find(|&p| {
+        let xs: Vec<&str> = order.iter().map(|k| k[n_axes + p].as_str()).collect();
         xs.iter().all(|x| x.trim().parse::<f64>().is_ok()) && xs.iter().any(|x| *x != xs[0])
     })?;
     let label = |key: &[String]| {
