@@ -7,6 +7,8 @@
 //!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`]. Each file
 //!   `kind` is one module of [`kinds`] registering a [`ModelKind`].
 //! * [`samples`]: the samples file grammar of `gof.md` §10.2 (read and atomic write).
+//! * [`nmf`]: Bayesian Poisson NMF (paper 001 §6.1), a continuous target on (0, ∞)^((I+J)R)
+//!   with minibatches of observed entries and a synthetic data generator.
 //!
 //! Errors display as the `gof.md` §10.5 lines without the leading `error: `.
 
@@ -19,6 +21,7 @@ pub mod ising;
 pub mod kinds;
 pub mod logistic;
 pub mod model;
+pub mod nmf;
 pub mod potts;
 pub mod rbm;
 pub mod samples;
