@@ -81,11 +81,13 @@ fn joiner_reads_both_formats_and_gives_same_run_ratios() {
         .unwrap());
     let ours: Value = serde_json::from_str(std::fs::read_to_string(&rust).unwrap().trim()).unwrap();
     let s_ours = ours["seconds_per_step"].as_f64().unwrap();
-    // The peer's side, hand-written: the official code 4× slower, numpy 2×; one failed record.
+    // The peer's side, hand-written: the official code 4× slower, numpy 2×, the official
+    // code on a GPU 8× (`peer_gpu.py`'s impl); one failed record.
     let peer = dir.path().join("peer.jsonl");
     let lines = [
         peer_record("torch-port", "dula", 5, 2, Some(4.0 * s_ours)),
         peer_record("numpy", "dula", 5, 2, Some(2.0 * s_ours)),
+        peer_record("torch-port-cuda", "dula", 5, 2, Some(8.0 * s_ours)),
         peer_record("torch-port", "gwg", 5, 2, None),
     ];
     std::fs::write(&peer, lines.join("\n") + "\n").unwrap();
@@ -113,14 +115,17 @@ fn joiner_reads_both_formats_and_gives_same_run_ratios() {
     let table = std::fs::read_to_string(&md).unwrap();
     assert!(table.starts_with("### test"), "{table}");
     assert!(table.contains("| dula | ising | 5 | 2 |") && table.contains("| 4x |"), "{table}");
-    // summarize.py (the per-sampler tables) on the same files: speed-up 4.00x over the port.
+    let gpu = table.split("official, GPU").nth(1).expect("a GPU table");
+    assert!(gpu.contains("| 8x |"), "{table}");
+    // summarize.py (the per-sampler tables) on the same files, as speed-ups over the CPU port:
+    // the GPU record 0.50x, numpy 2.00x, ours 4.00x.
     let sum = ok(&Command::new("python3")
         .arg(root().join("bench/peer/summarize.py"))
         .args([&peer, &rust])
         .args(["--base", "torch-port@1"])
         .output()
         .unwrap());
-    assert!(sum.contains("| ising | 5 | 2 | 1.00x | 2.00x | 4.00x |"), "{sum}");
+    assert!(sum.contains("| ising | 5 | 2 | 1.00x | 0.50x | 2.00x | 4.00x |"), "{sum}");
 }
 
 #[test]
