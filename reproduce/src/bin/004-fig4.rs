@@ -11,7 +11,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_core::rng::derive_seed;
-use dlp_reproduce::gf_svgd::{paper_rbm, rbm_gibbs, rbm_metrics, rbm_run, uniform_states};
+use dlp_reproduce::gf_svgd::{Curve, paper_rbm, rbm_gibbs, rbm_metrics, rbm_run, uniform_states};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series, parse_list};
 use rayon::prelude::*;
 use serde_json::json;
@@ -73,18 +73,18 @@ fn run(args: Args) -> Result<()> {
     let mut cells: Vec<(&str, usize, usize)> = sizes.iter().map(|&n| ("a", d_a, n)).collect();
     cells.extend(dims.iter().map(|&d| ("b", d, n_b)));
     let (mut rows, mut table, mut gt_time) = (vec![], vec![], std::collections::BTreeMap::new());
-    let mut pts: Vec<(String, Vec<(f64, f64)>, Vec<(f64, f64)>)> = vec![];
+    let mut pts: Vec<(String, Curve, Curve)> = vec![];
     let bar = run.progress((cells.len() * METHODS.len() * trials) as u64, "trials");
     let mut truths: std::collections::BTreeMap<usize, (dlp_models::Rbm, Vec<u32>)> = Default::default();
     for &(panel, d, n) in &cells {
-        if !truths.contains_key(&d) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = truths.entry(d) {
             let t0 = std::time::Instant::now();
             let rbm = paper_rbm(d, M, derive_seed(c.seed, &[d as u64]))?;
             let x0 = uniform_states(gt_chains, d, derive_seed(c.seed, &[d as u64, 1]));
             let gt = bar.suspend(|| rbm_gibbs(&rbm, &x0, gt_sweeps, derive_seed(c.seed, &[d as u64, 2])))?;
             gt_time.insert(d, t0.elapsed().as_secs_f64());
             bar.suspend(|| println!("ground truth d = {d}: {:.1} s", t0.elapsed().as_secs_f64()));
-            truths.insert(d, (rbm, gt));
+            slot.insert((rbm, gt));
         }
         let (rbm, gt) = &truths[&d];
         for (label, gf) in METHODS {
