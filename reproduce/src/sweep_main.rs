@@ -36,6 +36,7 @@ fn run(a: RunArgs, binary_flags: &[String]) -> Result<i32, (anyhow::Error, i32)>
     let exe = std::env::current_exe().context("cannot find dlp-sweep itself").map_err(|e| (e, 1))?;
     let opts = slurm::Options {
         parallel: a.jobs.unwrap_or(0),
+        per_task: a.per_task,
         cpus_per_task: a.cpus_per_task,
         time: a.time.clone(),
         partition: a.partition.clone(),
@@ -79,7 +80,7 @@ fn execute(a: &RunArgs, sweep: &Sweep, todo: &[usize], opts: &slurm::Options, ex
             let jobs = slurm::submit(sweep, &script, todo, opts, exe)?;
             println!("submitted array {} and gather job {}", jobs.array.as_deref().unwrap_or("(none)"), jobs.gather);
             slurm::wait(sweep, &jobs, todo, opts.deadline)?;
-            let failures = slurm::failures(sweep, &jobs, todo);
+            let failures = slurm::failures(sweep, &jobs, todo, opts.per_task);
             let gathered = sweep.dir().join("gather").join("summary.json");
             if failures.is_empty() {
                 if !gathered.is_file() {

@@ -351,6 +351,18 @@ fn slurm_sweep_on_a_one_node_cluster_equals_the_local_sweep() {
     let logs = gather_dir(&s).with_file_name("logs");
     let n_logs = std::fs::read_dir(&logs).unwrap().count();
     assert_eq!(n_logs, 5, "4 task logs and the gather job's in {}", logs.display());
+    // Packed: 3 runs per array task, so 2 array tasks; the same runs and table.
+    let packed = dir.join("packed");
+    let out = slurm(&packed, &["--per-task", "3"]);
+    assert!(out.status.success(), "{}; cluster logs in {}", text(&out), cluster.display());
+    let script = std::fs::read_to_string(gather_dir(&packed).with_file_name("sweep.sbatch")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-1\n") && script.contains("tasks=(0 1 2 3)\n"), "{script}");
+    let rp = runs(&packed);
+    assert_eq!(names(&rp), names(&rl));
+    for (a, b) in rp.iter().zip(&rl) {
+        assert_eq!(curves(a), curves(b), "{} differs between packed Slurm and local", a.display());
+    }
+    assert_eq!(gathered(&packed), gathered(&l));
     let state = Command::new("sinfo").env("SLURM_CONF", &conf).args(["-h", "-o", "%T"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&state.stdout).trim(), "idle");
 }

@@ -54,6 +54,9 @@ pub struct RunArgs {
     /// Tasks at once [local default: cores / --cpus-per-task; slurm default: no cap].
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Slurm: runs per array task, one after the other (pack runs of a second or less).
+    #[arg(long, default_value_t = 1)]
+    pub per_task: usize,
     /// Threads per task (Slurm --cpus-per-task, RAYON_NUM_THREADS of each run).
     #[arg(long, default_value_t = 1)]
     pub cpus_per_task: usize,
@@ -124,8 +127,8 @@ pub fn split_run_args(argv: &[String]) -> (Cli, Vec<String>) {
 
 /// Everything up to submission; errors here are bad input (exit 2) and nothing has run.
 pub fn plan(a: &RunArgs, binary_flags: &[String]) -> Result<(Sweep, Vec<usize>)> {
-    if a.cpus_per_task == 0 || a.jobs == Some(0) {
-        bail!("--cpus-per-task and --jobs must be at least 1");
+    if a.cpus_per_task == 0 || a.per_task == 0 || a.jobs == Some(0) {
+        bail!("--cpus-per-task, --per-task and --jobs must be at least 1");
     }
     let (seeds, keys, config) = (a.seeds.as_deref(), a.keys.as_deref(), a.config.as_deref());
     let request = Request { name: &a.name, bin: a.bin.as_deref(), results: &a.results, config, seeds, keys };

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 pub struct Options {
     /// At most this many array tasks at once (`--array=…%N`; 0: no cap).
     pub parallel: usize,
+    /// Sweep tasks per array task (1: the array indices are the task indices). Slurm starts a
+    /// wave of array tasks about once a second (`/work/shared/specs/slurm.md`, Timings), so
+    /// runs of a second or less are better packed several to an array task.
+    pub per_task: usize,
     /// `--cpus-per-task`; also the task's `RAYON_NUM_THREADS`.
     pub cpus_per_task: usize,
     /// `--time` of each task (Slurm's syntax, e.g. `30:00`).
@@ -59,27 +63,38 @@ fn common_options(opts: &Options) -> Vec<String> {
 
 /// The array script: `#SBATCH` lines, then `exec <exe> task <sweep-dir> $SLURM_ARRAY_TASK_ID`
 /// with absolute paths (no cargo inside tasks). `#SBATCH` lines are comments to bash, so
-/// `SLURM_ARRAY_TASK_ID=3 bash sweep.sbatch` runs task 3 here.
+/// `SLURM_ARRAY_TASK_ID=3 bash sweep.sbatch` runs task 3 here. With `per_task` = k > 1, array
+/// task j runs the tasks at positions jk … jk + k − 1 of `todo` one after the other (listed in
+/// the script), and fails if any of them failed.
 pub fn script(sweep: &Sweep, todo: &[usize], opts: &Options, exe: &Path) -> Result<String> {
     let logs = sweep.dir().join("logs");
+    let k = opts.per_task.max(1);
+    let array = if k == 1 { array_ranges(todo) } else { format!("0-{}", todo.len().div_ceil(k).saturating_sub(1)) };
     let mut lines = vec![
         "#!/bin/bash".to_string(),
         format!("# dlp sweep {} {}: {} of {} tasks", sweep.name, sweep.id, todo.len(), sweep.tasks.len()),
         format!("#SBATCH --job-name=dlp-{}", sweep.name),
         match opts.parallel {
-            0 => format!("#SBATCH --array={}", array_ranges(todo)),
-            n => format!("#SBATCH --array={}%{n}", array_ranges(todo)),
+            0 => format!("#SBATCH --array={array}"),
+            n => format!("#SBATCH --array={array}%{n}"),
         },
         format!("#SBATCH --cpus-per-task={}", opts.cpus_per_task.max(1)),
         format!("#SBATCH --output={}", logs.join("%A_%a.out").display()),
     ];
     lines.extend(common_options(opts).into_iter().map(|o| format!("#SBATCH {o}")));
     lines.push("export RAYON_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}".into());
-    lines.push(format!(
-        "exec {} task {} \"$SLURM_ARRAY_TASK_ID\"",
-        quote(&exe.to_string_lossy())?,
-        quote(&sweep.dir().to_string_lossy())?
-    ));
+    let (exe, dir) = (quote(&exe.to_string_lossy())?, quote(&sweep.dir().to_string_lossy())?);
+    if k == 1 {
+        lines.push(format!("exec {exe} task {dir} \"$SLURM_ARRAY_TASK_ID\""));
+    } else {
+        let list: Vec<String> = todo.iter().map(usize::to_string).collect();
+        lines.push(format!("tasks=({})", list.join(" ")));
+        lines.push("rc=0".into());
+        lines.push(format!("for i in \"${{tasks[@]:$((SLURM_ARRAY_TASK_ID * {k})):{k}}}\"; do"));
+        lines.push(format!("    {exe} task {dir} \"$i\" || rc=1"));
+        lines.push("done".into());
+        lines.push("exit $rc".into());
+    }
     Ok(lines.join("\n") + "\n")
 }
 
@@ -201,25 +216,29 @@ pub fn wait(sweep: &Sweep, jobs: &Submitted, todo: &[usize], deadline: Duration)
 }
 
 /// The tasks of `todo` without a finished run directory, with their Slurm log
-/// (`logs/<array-id>_<i>.out`) and state (`squeue -t all`, while Slurm remembers the job).
-pub fn failures(sweep: &Sweep, jobs: &Submitted, todo: &[usize]) -> Vec<Failure> {
+/// (`logs/<array-id>_<j>.out`, j the array index that ran them) and that array task's state
+/// (`squeue -t all`, while Slurm remembers the job).
+pub fn failures(sweep: &Sweep, jobs: &Submitted, todo: &[usize], per_task: usize) -> Vec<Failure> {
     let Some(array) = &jobs.array else { return vec![] };
     let states = Command::new("squeue")
         .args(["-h", "-t", "all", "-o", "%K %T", "-j", array])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
+    let k = per_task.max(1);
     todo.iter()
-        .filter(|&&i| !sweep.run_dir(i).is_dir())
-        .map(|&i| {
+        .enumerate()
+        .filter(|&(_, &i)| !sweep.run_dir(i).is_dir())
+        .map(|(p, &i)| {
+            let j = if k == 1 { i } else { p / k };
             let state = states
                 .lines()
-                .find_map(|l| l.split_once(' ').filter(|(k, _)| *k == i.to_string()).map(|(_, s)| s.to_string()))
+                .find_map(|l| l.split_once(' ').filter(|(a, _)| *a == j.to_string()).map(|(_, s)| s.to_string()))
                 .unwrap_or_else(|| "no run directory".into());
             Failure {
                 index: i,
                 run_id: sweep.tasks[i].run_id.clone(),
-                log: sweep.dir().join("logs").join(format!("{array}_{i}.out")),
+                log: sweep.dir().join("logs").join(format!("{array}_{j}.out")),
                 what: state,
             }
         })
@@ -229,6 +248,26 @@ pub fn failures(sweep: &Sweep, jobs: &Submitted, todo: &[usize]) -> Vec<Failure>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_scripts_run_consecutive_slices_of_the_missing_tasks() {
+        let d = super::super::spec::Description { seeds: (0..6).collect(), ..Default::default() };
+        let sweep = Sweep::new("fig3", Path::new("/b/fig3"), Path::new("/r"), d).unwrap();
+        let opts = Options { per_task: 2, cpus_per_task: 1, ..Default::default() };
+        let s = script(&sweep, &[1, 2, 4, 5, 0], &opts, Path::new("/b/dlp-sweep")).unwrap();
+        assert!(s.contains("#SBATCH --array=0-2\n"), "{s}");
+        let body = format!(
+            "tasks=(1 2 4 5 0)\nrc=0\nfor i in \"${{tasks[@]:$((SLURM_ARRAY_TASK_ID * 2)):2}}\"; do\n    /b/dlp-sweep task /r/fig3/sweeps/{} \"$i\" || rc=1\ndone\nexit $rc\n",
+            sweep.id
+        );
+        assert!(s.ends_with(&body), "{s}");
+        // Bash runs the slice the script names: array task 2 gets position 4 alone.
+        let out = Command::new("bash")
+            .args(["-c", "tasks=(1 2 4 5 0); SLURM_ARRAY_TASK_ID=2; echo ${tasks[@]:$((SLURM_ARRAY_TASK_ID * 2)):2}"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+    }
 
     #[test]
     fn indices_become_slurm_ranges() {
