@@ -242,6 +242,36 @@ impl Transform {
     }
 }
 
+impl Transform {
+    /// (f(φ), f′(φ), f″(φ)/f′(φ)) together: what one CoRV step needs per coordinate. Sigmoid,
+    /// softplus and exp share one exponential between the three (a CoRV step on 2·10⁵
+    /// coordinates is dominated by this, not by the gradient); the others call the three
+    /// functions. Equal to the separate functions up to rounding (tested).
+    #[inline]
+    pub fn forward_jac(self, phi: f64) -> (f64, f64, f64) {
+        match self {
+            Transform::Sigmoid => {
+                // e = e^{−|φ|} ∈ (0, 1]: σ(|φ|) = 1/(1 + e), σ(−|φ|) = e/(1 + e).
+                let e = (-phi.abs()).exp();
+                let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
+                let (s, sm) = if phi >= 0.0 { (big, small) } else { (small, big) };
+                (s, s * sm, sm - s)
+            }
+            Transform::Softplus => {
+                let e = (-phi.abs()).exp();
+                let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
+                let (s, sm) = if phi >= 0.0 { (big, small) } else { (small, big) };
+                (phi.max(0.0) + e.ln_1p(), s, sm)
+            }
+            Transform::Exp => {
+                let e = phi.exp();
+                (e, e, 1.0)
+            }
+            t => (t.forward(phi), t.dforward(phi), t.dlog_jac(phi)),
+        }
+    }
+}
+
 /// ICLL f(φ) = φ + γ + E₁(u), u = e^φ. For u ≤ 1 the series of E₁ makes −γ − ln u cancel
 /// exactly, leaving Σ_{k≥1} (−1)^{k+1} u^k/(k·k!) (alternating, terms decreasing): no
 /// cancellation at φ → −∞, where f ≈ u − u²/4.
@@ -406,6 +436,13 @@ impl Affine {
     #[inline]
     pub fn dlog_jac(&self, phi: f64) -> f64 {
         self.base.dlog_jac(phi)
+    }
+
+    /// (θ, dθ/dφ, f″/f′) at φ in one call ([`Transform::forward_jac`]).
+    #[inline]
+    pub fn forward_jac(&self, phi: f64) -> (f64, f64, f64) {
+        let (f, d, l) = self.base.forward_jac(phi);
+        (self.lo + self.scale * f, self.scale * d, l)
     }
 }
 

@@ -218,12 +218,14 @@ impl ContinuousSampler for BoundedSgld {
                 tr[p % d].base.name()
             )));
         }
+        let jac = phi.iter().enumerate().map(|(p, &v)| tr_jac(&tr[p % d], v)).collect();
         Ok(Box::new(BoundedChains {
             target,
             s: self.clone(),
             tr,
             d,
             x: x0.to_vec(),
+            jac,
             phi,
             f: vec![0.0; n],
             g: vec![0.0; n * d],
@@ -247,27 +249,35 @@ struct BoundedChains<'t> {
     f: Vec<f64>,
     g: Vec<f64>,
     t: usize,
+    /// (F′(φ), f″/f′(φ)) of each coordinate, kept from the step that produced φ (CoRV).
+    jac: Vec<(f64, f64)>,
+}
+
+/// (F′(φ), f″/f′(φ)).
+fn tr_jac(tr: &Affine, phi: f64) -> (f64, f64) {
+    let (_, d, l) = tr.forward_jac(phi);
+    (d, l)
 }
 
 impl BoundedChains<'_> {
     /// One coordinate's move; `None` when it would leave the open interval (the guard).
     #[inline]
-    fn update(&self, p: usize, eps: f64, grad: f64, rng: &mut ChainRng) -> Option<(f64, f64)> {
+    fn update(&self, p: usize, eps: f64, grad: f64, rng: &mut ChainRng) -> Option<(f64, f64, (f64, f64))> {
         let tr = &self.tr[p % self.d];
         let (lo, hi) = self.s.lo_hi(tr);
         let sd = (2.0 * eps).sqrt();
         let eta: f64 = rng.sample(StandardNormal);
         let (theta, phi) = (self.x[p], self.phi[p]);
-        let (new_theta, new_phi) = match self.s.method {
+        let (new_theta, new_phi, jac) = match self.s.method {
             Method::Mirror => {
                 let y = theta + eps * grad + sd * eta;
                 let t = reflect(y, lo, hi, rng);
-                (t, t)
+                (t, t, (1.0, 0.0))
             }
             Method::Sgrld => {
                 let r = theta - lo;
                 let y = lo + (r + eps * (r * grad + 1.0) + (2.0 * eps * r).sqrt() * eta).abs();
-                (y, y)
+                (y, y, (1.0, 0.0))
             }
             Method::Ito { clamp } => {
                 // g′(θ) = 1/F′(φ), g″(θ) = −(f″/f′)(φ)/F′(φ)² at φ = g(θ).
@@ -278,14 +288,19 @@ impl BoundedChains<'_> {
                     y = y.clamp(-c, c);
                 }
                 // Unguarded by design (module doc): report whatever θ the step gives.
-                return Some((tr.forward(y), y));
+                return Some((tr.forward(y), y, (1.0, 0.0)));
             }
             Method::Corv => {
-                let y = phi + eps * (tr.dforward(phi) * grad + tr.dlog_jac(phi)) + sd * eta;
-                (tr.forward(y), y)
+                // F′ and f″/f′ at φ were computed with θ = F(φ) by the step that made φ: one
+                // fused call per coordinate and step (the update of ~2·10⁵ coordinates, not the
+                // gradient, dominates an NMF step; `benches/bounded_nmf.rs`).
+                let (d, l) = self.jac[p];
+                let y = phi + eps * (d * grad + l) + sd * eta;
+                let (th, dy, ly) = tr.forward_jac(y);
+                (th, y, (dy, ly))
             }
         };
-        (new_phi.is_finite() && new_theta > lo && new_theta < hi).then_some((new_theta, new_phi))
+        (new_phi.is_finite() && new_theta > lo && new_theta < hi).then_some((new_theta, new_phi, jac))
     }
 }
 
@@ -355,7 +370,8 @@ impl Chains<f64> for BoundedChains<'_> {
                     let z: f64 = rng.sample(StandardNormal);
                     grad += noise * z;
                 }
-                if let Some((theta, phi)) = self.update(p, eps, grad, rng) {
+                if let Some((theta, phi, jac)) = self.update(p, eps, grad, rng) {
+                    self.jac[p] = jac;
                     self.x[p] = theta;
                     self.phi[p] = phi;
                     moved += 1;

@@ -158,6 +158,18 @@ proptest! {
     }
 }
 
+proptest! {
+    /// The fused (f, f′, f″/f′) equals the three separate functions to a few ulp.
+    #[test]
+    fn forward_jac_equals_the_separate_functions(t in any_transform(), phi in -700.0f64..700.0) {
+        let (f, d, l) = t.forward_jac(phi);
+        let near = |a: f64, b: f64| (a - b).abs() <= 4.0 * f64::EPSILON * a.abs().max(b.abs()) || a == b;
+        prop_assert!(near(f, t.forward(phi)), "{} f({phi}): {f} vs {}", t.name(), t.forward(phi));
+        prop_assert!(near(d, t.dforward(phi)), "{} f'({phi}): {d} vs {}", t.name(), t.dforward(phi));
+        prop_assert!((l - t.dlog_jac(phi)).abs() <= 4.0 * f64::EPSILON, "{} f''/f'({phi}): {l} vs {}", t.name(), t.dlog_jac(phi));
+    }
+}
+
 /// The ICLL inverse at large θ and at the switch points of its forward form.
 #[test]
 fn icll_inverse_over_the_half_line() {
