@@ -233,7 +233,12 @@ pub fn sample<'py>(
         let (mut x, mut alpha, mut alpha_min, mut warm) = (x0.clone(), step_size, step_size_min, 0);
         if adapt {
             let target_accept = target_accept.unwrap_or_else(|| default_target_accept(sampler));
-            let opts = AdaptOptions { warmup, target_accept, window: warmup.min(20), ..Default::default() };
+            let opts = AdaptOptions {
+                warmup,
+                target_accept,
+                window: warmup.min(dlp_samplers::adapt::DEFAULT_WINDOW),
+                ..Default::default()
+            };
             let a = adapt_step_size(sampler, &params, &guarded, &x0, &opts, &options)?;
             warm = a.windows * opts.window;
             x = a.positions;

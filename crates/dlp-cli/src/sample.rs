@@ -143,7 +143,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )));
         }
         let target_accept = args.target_accept.unwrap_or_else(|| default_target_accept(&args.run.sampler));
-        let opts = AdaptOptions { warmup, target_accept, window: warmup.min(20), ..Default::default() };
+        let opts = AdaptOptions {
+            warmup,
+            target_accept,
+            window: warmup.min(dlp_samplers::adapt::DEFAULT_WINDOW),
+            ..Default::default()
+        };
         let params = args.run.params(None, args.batch_size);
         let a =
             adapt_step_size(&args.run.sampler, &params, target, &x0, &opts, &options).map_err(CliError::from_run)?;

@@ -276,9 +276,8 @@ fn cyclical_dmala_tunes_both_step_sizes_by_default() {
     assert!(stderr.contains("target 0.5)"), "ACS's own default target: {stderr}");
     let text = std::fs::read_to_string(case.path("out.csv")).unwrap();
     let first = text.lines().next().unwrap();
-    let value = |flag: &str| -> f64 {
-        first.split(flag).nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
-    };
+    let value =
+        |flag: &str| -> f64 { first.split(flag).nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap() };
     let (max, min) = (value("--step-size "), value("--step-size-min "));
     assert!(0.0 < min && min <= max && max <= 5.0, "{first}");
     assert_eq!(read_rows(&case.path("out.csv")).len(), 1 + 12);

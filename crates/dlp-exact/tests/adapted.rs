@@ -2,8 +2,8 @@
 //! sampler built from the adapted step sizes — as `dlp sample` builds it — has exactly the
 //! transition matrices of the reference kernel at those values, and leaves π invariant.
 
-use dlp_core::{RunOptions, Target};
 use dlp_core::testing::Quadratic;
+use dlp_core::{RunOptions, Target};
 use dlp_exact::matrix::{kernel_matrix, max_abs_diff, stationarity_residual};
 use dlp_exact::probabilities;
 use dlp_exact::reference::{acs, dlp};

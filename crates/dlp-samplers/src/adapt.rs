@@ -7,7 +7,8 @@
 //! seeded by `derive_seed(seed, [ADAPT, w])`; after it the mean acceptance probability over
 //! all chains and steps of the window updates log α. Chains restart from their positions with
 //! the new α (re-computing their caches, one gradient per chain per window: with the default
-//! window of 20 steps that is ≤ 5% of the warm-up's gradient evaluations). The mean is summed
+//! window of [`DEFAULT_WINDOW`] = 50 steps that is ≤ 2% of the warm-up's gradient evaluations,
+//! and ≤ 5% of its time on the lattice fast path). The mean is summed
 //! per chain and then over chains in chain order, so α — and everything after it — is the same
 //! for any thread count. After the warm-up α is frozen at the averaged iterate ᾱ: the samples
 //! the caller keeps come from the fixed-α kernel (`build_sampler(name, α)`), which is the
@@ -22,6 +23,12 @@ use dlp_core::{Observer, RunOptions, SamplerError, States, StepContext, StepInfo
 
 /// Seed label of the adaptation windows (`derive_seed(seed, [ADAPT, window])`).
 pub const ADAPT: u64 = 0x0ada;
+
+/// Steps per adaptation window. Each window restarts the chains (one gradient per chain and
+/// the fast paths' set-up, about two steps' cost on the lattice kernel), so 50 keeps the
+/// overhead within 5% of the warm-up (`cargo bench -p dlp-samplers --bench adapt`), while a
+/// 1,000-step warm-up still gets 20 dual-averaging updates.
+pub const DEFAULT_WINDOW: usize = 50;
 
 /// How to adapt.
 #[derive(Clone, Debug)]
@@ -39,7 +46,7 @@ pub struct AdaptOptions {
 
 impl Default for AdaptOptions {
     fn default() -> Self {
-        AdaptOptions { warmup: 1000, target_accept: 0.574, window: 20, initial: 0.5 }
+        AdaptOptions { warmup: 1000, target_accept: 0.574, window: DEFAULT_WINDOW, initial: 0.5 }
     }
 }
 
@@ -184,27 +191,40 @@ pub fn adapt_acs(
 /// (their indices label the seeds); returns the averaged ᾱ, the final positions and the mean
 /// acceptance of the last window.
 fn dual_average(
-    build: &dyn Fn(f64) -> Result<Box<dyn dlp_core::Sampler>, SamplerError>,
+    build: &(dyn Fn(f64) -> Result<Box<dyn dlp_core::Sampler>, SamplerError> + Sync),
     target: &dyn Target,
     x0: &[u32],
     windows: std::ops::Range<usize>,
     opts: &AdaptOptions,
     run: &RunOptions,
 ) -> Result<(f64, Vec<u32>, f64), SamplerError> {
-    let mut da = DualAveraging::new(opts.initial);
-    let mut alpha = opts.initial;
-    let mut x = x0.to_vec();
-    let mut last_accept = f64::NAN;
-    for w in windows {
-        let sampler = build(alpha)?;
-        let options = RunOptions { seed: derive_seed(run.seed, &[ADAPT, w as u64]), ..run.clone() };
-        let out = run_chains(sampler.as_ref(), target, &x, opts.window, &options, |_, n| AcceptSums(vec![0.0; n]))?;
-        let per_chain: Vec<f64> = out.observers.iter().flat_map(|o| o.0.iter().copied()).collect();
-        last_accept = per_chain.iter().sum::<f64>() / (per_chain.len() * opts.window) as f64;
-        alpha = da.update(last_accept, opts.target_accept);
-        x = out.final_states;
+    // One thread pool for all windows: `run_chains` with `threads = T` builds a pool per call,
+    // which at windows of tens of steps costs more than the steps themselves on small models.
+    // Inside the pool, `threads = 0` splits the chains over its T threads exactly as
+    // `threads = T` does, so the result is the same.
+    let windowed = |run: &RunOptions| -> Result<(f64, Vec<u32>, f64), SamplerError> {
+        let mut da = DualAveraging::new(opts.initial);
+        let mut alpha = opts.initial;
+        let mut x = x0.to_vec();
+        let mut last_accept = f64::NAN;
+        for w in windows.clone() {
+            let sampler = build(alpha)?;
+            let options = RunOptions { seed: derive_seed(run.seed, &[ADAPT, w as u64]), ..run.clone() };
+            let out = run_chains(sampler.as_ref(), target, &x, opts.window, &options, |_, n| AcceptSums(vec![0.0; n]))?;
+            let per_chain: Vec<f64> = out.observers.iter().flat_map(|o| o.0.iter().copied()).collect();
+            last_accept = per_chain.iter().sum::<f64>() / (per_chain.len() * opts.window) as f64;
+            alpha = da.update(last_accept, opts.target_accept);
+            x = out.final_states;
+        }
+        Ok((da.averaged(), x, last_accept))
+    };
+    if run.threads == 0 {
+        return windowed(run);
     }
-    Ok((da.averaged(), x, last_accept))
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(run.threads).build().map_err(|e| {
+        SamplerError::BadParameter { sampler: "adaptation".into(), message: format!("thread pool: {e}") }
+    })?;
+    pool.install(|| windowed(&RunOptions { threads: 0, ..run.clone() }))
 }
 
 #[cfg(test)]
@@ -257,7 +277,7 @@ mod tests {
         };
         let a = run(1);
         assert_eq!(a, run(2), "adaptation must not depend on the thread count");
-        assert_eq!(a.windows, 30);
+        assert_eq!(a.windows, 600 / DEFAULT_WINDOW);
         let fixed =
             build_sampler("dmala", &SamplerParams { step_size: Some(a.step_size), ..Default::default() }).unwrap();
         let o = RunOptions { seed: 4, threads: 2, chains_per_task: 0 };
