@@ -13,8 +13,15 @@ mod rbm;
 mod table;
 
 /// Every model kind a model file can name, in the order error messages list them.
-pub static KINDS: &[&ModelKind] =
-    &[&ising::KIND, &potts::KIND, &rbm::KIND, &categorical::KIND, &table::KIND, &crate::logistic::KIND, &crate::bnn::KIND];
+pub static KINDS: &[&ModelKind] = &[
+    &ising::KIND,
+    &potts::KIND,
+    &rbm::KIND,
+    &categorical::KIND,
+    &table::KIND,
+    &crate::logistic::KIND,
+    &crate::bnn::KIND,
+];
 
 /// The registered kind called `name`.
 pub fn find(name: &str) -> Option<&'static ModelKind> {
