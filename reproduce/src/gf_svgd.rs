@@ -304,14 +304,22 @@ pub fn rbm_metrics(xs: &[u32], ys: &[u32], d: usize) -> Result<(f64, f64)> {
 }
 
 /// Fig. 5 (c, d) (§4.5): the null RBM p (d visible spins, M hidden, W ~ N(0, 1/M) (variance),
-/// b, c ~ N(0, 1)) and the data RBM q with W + ε, ε ~ N(0, σ′²) entrywise (σ′ read as a standard
-/// deviation [R]; b, c shared).
-pub fn gof_rbm_pair(d: usize, m: usize, sigma_prime: f64, seed: u64) -> Result<(dlp_models::Rbm, dlp_models::Rbm)> {
+/// b, c ~ N(0, 1), from `seed`) and the data RBM q with W + ε: ε ~ N(0, σ′²) is **one scalar**
+/// added to every entry, drawn from `eps_seed` (the kdsd reference experiment's perturbation,
+/// gof spec §7 item 9; b, c shared).
+pub fn gof_rbm_pair(
+    d: usize,
+    m: usize,
+    sigma_prime: f64,
+    seed: u64,
+    eps_seed: u64,
+) -> Result<(dlp_models::Rbm, dlp_models::Rbm)> {
     let normal = |sd: f64, k: usize, label: u64| -> Vec<f64> {
         normal_particles(1, k, 0.0, derive_seed(seed, &[label])).iter().map(|v| sd * v).collect()
     };
     let (w, b, c) = (normal((1.0 / m as f64).sqrt(), d * m, 0), normal(1.0, d, 1), normal(1.0, m, 2));
-    let wq: Vec<f64> = w.iter().zip(normal(sigma_prime, d * m, 3)).map(|(a, e)| a + e).collect();
+    let eps = sigma_prime * normal_particles(1, 1, 0.0, eps_seed)[0];
+    let wq: Vec<f64> = w.iter().map(|a| a + eps).collect();
     let p = dlp_models::Rbm::new(DomainKind::Spin, d, m, w, b.clone(), c.clone()).map_err(|e| anyhow!("{e}"))?;
     let q = dlp_models::Rbm::new(DomainKind::Spin, d, m, wq, b, c).map_err(|e| anyhow!("{e}"))?;
     Ok((p, q))
