@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
-# Usage: data/fetch.sh mnist|compas|adult
+# Usage: data/fetch.sh mnist|compas|adult|movielens
 set -euo pipefail
 name="${1:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -69,8 +69,45 @@ a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05  adult.test"
     echo "checksums OK"
     python3 "$root/data/prep_bnn.py" "$name" "$src" "$cache"
     ;;
+movielens)
+    # The MovieLens subset of R's dslabs (Debian r-cran-dslabs 0.7.4-1): 100,004 ratings of
+    # 9,066 movies by 671 users (paper 001's NMF, data spec). GroupLens' terms forbid
+    # redistribution, so it is exported here, at fetch time, into the git-ignored cache.
+    out="$cache/movielens.csv"
+    if [ -f "$out" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    if ! Rscript -e 'suppressMessages(library(dslabs))' >/dev/null 2>&1; then
+        if [ "$(id -u)" != 0 ]; then
+            echo "error: R with dslabs is needed: sudo apt-get install r-base-core r-cran-dslabs" >&2
+            exit 2
+        fi
+        echo "installing R and dslabs (apt-get install r-base-core r-cran-dslabs)"
+        apt-get install -y -q --no-install-recommends r-base-core r-cran-dslabs >/dev/null ||
+            { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends r-base-core r-cran-dslabs >/dev/null; }
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    Rscript -e 'suppressMessages(library(dslabs)); data(movielens);
+        m <- movielens[, c("userId", "movieId", "rating", "timestamp")];
+        write.csv(m, file = commandArgs(TRUE)[1], row.names = FALSE, quote = FALSE)' "$tmp/movielens.csv"
+    rows=$(($(wc -l < "$tmp/movielens.csv") - 1))
+    if [ "$rows" != 100004 ]; then
+        echo "error: the dslabs export has $rows ratings, expected 100004" >&2
+        exit 2
+    fi
+    users=$(tail -n +2 "$tmp/movielens.csv" | cut -d, -f1 | sort -u | wc -l)
+    movies=$(tail -n +2 "$tmp/movielens.csv" | cut -d, -f2 | sort -u | wc -l)
+    if [ "$users" != 671 ] || [ "$movies" != 9066 ]; then
+        echo "error: the dslabs export has $users users and $movies movies, expected 671 and 9066" >&2
+        exit 2
+    fi
+    mv "$tmp/movielens.csv" "$out"
+    echo "wrote $out: $rows ratings, $users users, $movies movies"
+    ;;
 *)
-    echo "error: unknown data set '${name}' (known: mnist, compas, adult)" >&2
+    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens)" >&2
     exit 2
     ;;
 esac
