@@ -22,8 +22,34 @@ pub struct Capabilities<'a> {
     /// Gibbs, and `block-gibbs` (which needs it).
     pub rbm: Option<RbmView<'a>>,
     /// A pairwise binary/spin model with sparse couplings (Ising): the lattice DLP kernel,
-    /// when the couplings form a uniform lattice.
+    /// when the couplings form a uniform lattice, and GWG/LB's sum-tree kernel.
     pub ising: Option<IsingView<'a>>,
+    /// A Potts model with sparse couplings: GWG's sum-tree kernel on categorical moves.
+    pub potts: Option<PottsView<'a>>,
+}
+
+/// A Potts model ℓ(c) = Σ_i h_i[c_i] + Σ_{i<j} J_ij [c_i = c_j] on classes c_i ∈ 0..K, with
+/// symmetric couplings as CSR neighbour lists (each pair in both rows), as
+/// `dlp_models::PottsModel` holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct PottsView<'a> {
+    /// Number of classes K.
+    pub k: usize,
+    /// CSR row offsets, length d + 1.
+    pub offsets: &'a [usize],
+    /// CSR neighbour indices.
+    pub neighbours: &'a [u32],
+    /// J_ij aligned with `neighbours`.
+    pub weights: &'a [f64],
+    /// The fields h, row-major d × K.
+    pub fields: &'a [f64],
+}
+
+impl PottsView<'_> {
+    /// Number of sites d.
+    pub fn d(&self) -> usize {
+        self.offsets.len() - 1
+    }
 }
 
 /// A nearest-neighbour lattice as given in a model file (kept by the couplings built from it,

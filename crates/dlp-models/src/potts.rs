@@ -140,4 +140,16 @@ impl Target for PottsModel {
         }
         out[x[i] as usize] = 0.0;
     }
+
+    fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+        let c = &self.couplings;
+        let view = dlp_core::capability::PottsView {
+            k: self.k(),
+            offsets: c.offsets(),
+            neighbours: c.neighbours(),
+            weights: c.weights(),
+            fields: &self.h,
+        };
+        dlp_core::Capabilities { potts: Some(view), ..dlp_core::Capabilities::default() }
+    }
 }

@@ -3,7 +3,8 @@
 //! Ising: the paper's periodic lattice (σ = 0.1, b = 0.2) at L ∈ {25, 100} with 1 and 16
 //! chains, through `start()` (the fast path where it applies) and through the generic path
 //! (`fast::Generic`), plus the generic gwg-4 and hb-10-1 of fig3; RBM 784×500 with 100
-//! chains, through `start()` (cached pre-activation paths) and through `fast::Generic`.
+//! chains, through `start()` (cached pre-activation paths) and through `fast::Generic`; GWG
+//! on a 50×50 Potts lattice (K = 4), sum-tree kernel and generic.
 //! Throughput is in spins (chains × d), so criterion's "elements/s" is spin-steps per
 //! second. For comparisons with the official
 //! code and the C floor use `dlp bench` / `just bench-peer` (same session, ratios).
@@ -89,5 +90,17 @@ fn rbm(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, ising, rbm);
+/// GWG on a 50×50 periodic Potts lattice with K = 4: the sum-tree kernel (`start()`) against
+/// the generic one (`Generic`), one chain.
+fn potts(c: &mut Criterion) {
+    let (l, k) = (50, 4);
+    let couplings = dlp_models::couplings::Couplings::lattice(&[l, l], true, 0.3).unwrap();
+    let h: Vec<f64> = (0..l * l * k).map(|i| ((i * 13 % 17) as f64 - 8.0) * 0.05).collect();
+    let m = dlp_models::PottsModel::new(dlp_core::Space::categorical(l * l, k), couplings, h).unwrap();
+    let x0: Vec<u32> = (0..l * l).map(|i| (i * 7 % k) as u32).collect();
+    bench_one(c, "potts", &m, "gwg", None, &x0, format!("L{l}-K{k}-B1-fast"));
+    bench_one(c, "potts", &Generic(&m), "gwg", None, &x0, format!("L{l}-K{k}-B1-generic"));
+}
+
+criterion_group!(benches, ising, rbm, potts);
 criterion_main!(benches);

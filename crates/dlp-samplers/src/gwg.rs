@@ -181,6 +181,10 @@ impl Sampler for Gwg {
         if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
             return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::new(&m, self.k, x0)?));
         }
+        // Sparse Potts models (`check` allows only k = 1 on categorical spaces).
+        if let Some(m) = crate::fast::gwg_potts::qualifying_model(target) {
+            return Ok(Box::new(crate::fast::gwg_potts::GwgPottsChains::new(&m, x0)?));
+        }
         let (d, gl, ks) = (space.d, space.grad_len(), slots(space));
         let n = x0.len() / d;
         let mut f = vec![0.0; n];

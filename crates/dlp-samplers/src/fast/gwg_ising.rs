@@ -23,6 +23,7 @@
 //! The cached f is updated by the flip differences and recomputed from the fields every
 //! [`REFRESH`] steps.
 
+use super::sum_tree::SumTrees;
 use crate::proposal::mh_accept;
 use dlp_core::capability::IsingView;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
@@ -67,11 +68,9 @@ pub struct GwgIsingChains {
     weights: Vec<f64>,
     fields: Vec<f64>,
     shift: f64,
-    /// Leaves start at `p` (a power of two ≥ d); each chain's tree has 2p nodes, node 1 the root.
-    p: usize,
     x: Vec<u32>,
     h: Vec<f64>,
-    tree: Vec<f64>,
+    tree: SumTrees,
     f: Vec<f64>,
     since_refresh: Vec<u32>,
     /// Report steps as the locally balanced sampler does (d flip differences, no gradient).
@@ -90,7 +89,6 @@ impl GwgIsingChains {
         if n == 0 || !x0.len().is_multiple_of(d) {
             return Err(SamplerError::BadInitialState(format!("{} values do not form rows of d = {d}", x0.len())));
         }
-        let p = d.next_power_of_two();
         let mut c = GwgIsingChains {
             n,
             d,
@@ -100,10 +98,9 @@ impl GwgIsingChains {
             weights: m.weights.to_vec(),
             fields: m.fields.to_vec(),
             shift: shift_of(m),
-            p,
             x: x0.to_vec(),
             h: vec![0.0; n * d],
-            tree: vec![0.0; n * 2 * p],
+            tree: SumTrees::new(n, d),
             f: vec![0.0; n],
             since_refresh: vec![0; n],
             lb_records: false,
@@ -145,13 +142,11 @@ impl GwgIsingChains {
             f += ui * (self.fields[i] + 0.5 * (h - self.fields[i]));
         }
         self.f[j] = f;
-        let (p, t0) = (self.p, j * 2 * self.p);
-        for i in 0..p {
-            self.tree[t0 + p + i] = if i < d { self.weight(j, i) } else { 0.0 };
+        for i in 0..d {
+            let w = self.weight(j, i);
+            self.tree.put(j, i, w);
         }
-        for node in (1..p).rev() {
-            self.tree[t0 + node] = self.tree[t0 + 2 * node] + self.tree[t0 + 2 * node + 1];
-        }
+        self.tree.rebuild(j);
         self.since_refresh[j] = 0;
     }
 
@@ -167,35 +162,13 @@ impl GwgIsingChains {
 
     /// Sets leaf i of chain j's tree to its current weight and recomputes its ancestors.
     fn refresh_leaf(&mut self, j: usize, i: usize) {
-        let t0 = j * 2 * self.p;
-        let mut node = self.p + i;
-        self.tree[t0 + node] = self.weight(j, i);
-        while node > 1 {
-            node /= 2;
-            self.tree[t0 + node] = self.tree[t0 + 2 * node] + self.tree[t0 + 2 * node + 1];
-        }
+        let w = self.weight(j, i);
+        self.tree.set(j, i, w);
     }
 
     /// The site drawn with probability w_i / Z by one uniform (descent of the tree).
     fn draw(&self, j: usize, rng: &mut ChainRng) -> usize {
-        let t = &self.tree[j * 2 * self.p..(j + 1) * 2 * self.p];
-        let mut u = rng.random::<f64>() * t[1];
-        let mut node = 1;
-        while node < self.p {
-            let left = t[2 * node];
-            if u < left {
-                node *= 2;
-            } else {
-                u -= left;
-                node = 2 * node + 1;
-            }
-        }
-        let i = node - self.p;
-        if i < self.d && t[node] > 0.0 {
-            return i;
-        }
-        // Rounding walked past the last positive leaf: take it (as the generic draw does).
-        (0..self.d).rev().find(|&i| t[self.p + i] > 0.0).unwrap_or(0)
+        self.tree.draw(j, rng.random::<f64>())
     }
 
     /// Flips site i of chain j: fields of the neighbours, leaves of i and the neighbours.
@@ -221,7 +194,7 @@ impl GwgIsingChains {
 
     /// log q_x(i) = λ_i − c − log Z for chain j's current state.
     fn log_q(&self, j: usize, i: usize) -> f64 {
-        self.lambda(j, i) - self.shift - self.tree[j * 2 * self.p + 1].ln()
+        self.lambda(j, i) - self.shift - self.tree.total(j).ln()
     }
 
     /// The per-move log-probabilities log q_x(i) of chain j (tests compare them with the

@@ -17,6 +17,7 @@
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
+//! | GWG (`gwg`) on any sparse Potts model: one-hot gradients and a sum tree over the d·K moves, O((degree + 1)·K·log(dK)) per step | Potts capability, fields and couplings bounded | [`gwg_potts`] |
 //! | GWG (`gwg`, `gwg-<k>`) and `lb` on any sparse Ising model: local fields and a sum tree of the move weights, O(k·(degree + 1)·log d) per step | Ising capability, fields and couplings bounded (\|λ\| ≤ 300) | [`gwg_ising`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
@@ -30,8 +31,10 @@
 //! and the tests that compare the two paths).
 
 pub mod gwg_ising;
+pub mod gwg_potts;
 pub mod ising;
 pub mod rbm;
+pub mod sum_tree;
 pub mod vexp;
 
 use dlp_core::{Batch, EvalError, Space, Target};
