@@ -1,4 +1,4 @@
-//! Binary Bayesian neural networks (paper 000 §6.3, Tables 2 and 4; spec `reproduction.md`
+//! Binary Bayesian neural networks (paper 000 §7.4 and App. I.5, Tables 2 and 4; spec `reproduction.md`
 //! §3.6): data sets, the official protocol (50 particles, θ₀ ~ Bernoulli(½), metrics every 5
 //! steps), the metrics and the tables' summaries. The model is `dlp_models::BnnModel`.
 //!

@@ -1,4 +1,4 @@
-//! Binary Bayesian neural network (paper 000 §6.3, Tables 2 and 4; the official code's
+//! Binary Bayesian neural network (paper 000 §7.4 and App. I.5, Tables 2 and 4; the official code's
 //! `bayesian_nn` energy, spec `reproduction.md` §3.6): a data model over binary weights.
 //!
 //! θ ∈ {0,1}^d is read as w = 2θ − 1 ∈ {−1,+1}^d in the flat layout [W1 (row-major p×H), b1,

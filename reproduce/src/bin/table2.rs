@@ -1,4 +1,4 @@
-//! Table 2 of the main paper (§6.3): binary Bayesian neural networks sampled with full-batch
+//! Table 2 of the main paper (§7.4): binary Bayesian neural networks sampled with full-batch
 //! Gibbs, GWG, DULA and DMALA (α = 0.1); final training log-likelihood (−MSE) and test RMSE
 //! of the 50-particle ensemble, mean ± std over seeds (`reproduction.md` §3.6).
 //!

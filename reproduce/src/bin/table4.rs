@@ -1,4 +1,4 @@
-//! Table 4 of the main paper (App. I.5): stochastic-gradient DULA (α = 0.1) with minibatches
+//! Table 4 of the main paper (App. I.5; the method in §6): stochastic-gradient DULA (α = 0.1) with minibatches
 //! of 10, 100 and 500 items, a fresh batch every step, beside full-batch DULA, on binary
 //! Bayesian neural networks (`reproduction.md` §1.10, §3.6).
 //!
