@@ -57,18 +57,25 @@ fn flip_probabilities_equal_the_generic_logits_for_every_state() {
             let d = m.d();
             let proposal = DlpProposal::new(alpha, None).unwrap();
             let chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), false, &vec![0; d]).unwrap();
-            let space = dlp_core::Target::space(&m);
-            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-            for s in 0..1u64 << d {
-                let x = state_of(s, d);
-                dlp_core::Target::log_density_grad(&m, &x, &mut g);
-                proposal.logits(space, &x, &g, &mut l, &mut z);
-                let fast = chains.flip_probabilities(&x);
-                for i in 0..d {
-                    let p = dlp_core::math::sigmoid(l[i]);
-                    assert!((fast[i] - p).abs() < 1e-12, "{name} α={alpha} x={x:?} site {i}: {} vs {p}", fast[i]);
-                }
-            }
+            check_flip_probabilities(&chains, &m, &proposal, &format!("{name} α={alpha}"));
+        }
+    }
+}
+
+/// The lattice kernel's realised flip probabilities equal σ of the generic logits of
+/// `proposal` for every state of `m`.
+fn check_flip_probabilities(chains: &IsingDlpChains, m: &IsingModel, proposal: &DlpProposal, what: &str) {
+    let d = m.d();
+    let space = dlp_core::Target::space(m);
+    let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+    for s in 0..1u64 << d {
+        let x = state_of(s, d);
+        dlp_core::Target::log_density_grad(m, &x, &mut g);
+        proposal.logits(space, &x, &g, &mut l, &mut z);
+        let fast = chains.flip_probabilities(&x);
+        for i in 0..d {
+            let p = dlp_core::math::sigmoid(l[i]);
+            assert!((fast[i] - p).abs() < 1e-12, "{what} x={x:?} site {i}: {} vs {p}", fast[i]);
         }
     }
 }
@@ -641,18 +648,7 @@ fn balanced_lattice_kernels_equal_the_generic_ones() {
             // Start at another (α, β) and switch, as a cycle does.
             let mut chains = IsingDlpChains::new(&m, 0.1, true, &vec![0; d]).unwrap();
             chains.set_proposal(proposal.half_inv_step(0), beta);
-            let space = dlp_core::Target::space(&m);
-            let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-            for s in 0..1u64 << d {
-                let x = state_of(s, d);
-                dlp_core::Target::log_density_grad(&m, &x, &mut g);
-                proposal.logits(space, &x, &g, &mut l, &mut z);
-                let fast = chains.flip_probabilities(&x);
-                for i in 0..d {
-                    let p = dlp_core::math::sigmoid(l[i]);
-                    assert!((fast[i] - p).abs() < 1e-12, "{name} α={alpha} β={beta} site {i}: {} vs {p}", fast[i]);
-                }
-            }
+            check_flip_probabilities(&chains, &m, &proposal, &format!("{name} α={alpha} β={beta}"));
             for _ in 0..500 {
                 let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
                 let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
