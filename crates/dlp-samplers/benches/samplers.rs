@@ -1,8 +1,9 @@
 //! Criterion benchmarks: one step of every chain, per sampler × model (`just bench`).
 //!
 //! Ising: the paper's periodic lattice (σ = 0.1, b = 0.2) at L ∈ {25, 100} with 1 and 16
-//! chains, through `start()` (the fast path where it applies) and through the generic path
-//! (`fast::Generic`), plus the generic gwg-4 and hb-10-1 of fig3; RBM 784×500 with 100
+//! chains, through `start()` (the fast path where it applies: the lattice DLP kernel, GWG's
+//! sum tree) and through the generic path (`fast::Generic`), plus bg-1 and hb-10-1 of fig3;
+//! RBM 784×500 with 100
 //! chains, through `start()` (cached pre-activation paths) and through `fast::Generic`; GWG
 //! on a 50×50 Potts lattice (K = 4), sum-tree kernel and generic.
 //! Throughput is in spins (chains × d), so criterion's "elements/s" is spin-steps per
@@ -58,7 +59,7 @@ fn ising(c: &mut Criterion) {
                 ("bg-1", None),
                 ("hb-10-1", None),
             ] {
-                if matches!(name, "dula" | "dmala") {
+                if matches!(name, "dula" | "dmala" | "gwg" | "gwg-4") {
                     bench_one(c, "ising", &m, name, step, &x0, format!("L{l}-B{chains}-fast"));
                 }
                 bench_one(c, "ising", &generic, name, step, &x0, format!("L{l}-B{chains}-generic"));
