@@ -23,6 +23,7 @@ pub mod csv_out;
 pub mod gf_svgd;
 pub mod gof_power;
 pub mod ising;
+pub mod nmf;
 mod meta;
 pub mod observe;
 pub mod pcd;

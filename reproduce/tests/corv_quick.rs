@@ -77,3 +77,28 @@ fn bad_flags_exit_2_without_output() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!out.exists());
 }
+
+/// `001-nmf --quick` (synthetic stand-in): files, the same numbers for 1 and 2 threads (timings
+/// aside), every sampler present; a missing ratings file is one error line and exit 2.
+#[test]
+fn nmf_quick_writes_its_files_and_is_thread_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run(env!("CARGO_BIN_EXE_001-nmf"), &a, "1", &[]);
+    run(env!("CARGO_BIN_EXE_001-nmf"), &b, "2", &[]);
+    files(&a, "001-nmf", &["tuning.csv", "curves.csv"]);
+    assert_eq!(std::fs::read(a.join("curves.csv")).unwrap(), std::fs::read(b.join("curves.csv")).unwrap());
+    assert_eq!(s["data"], "synthetic Poisson-NMF stand-in");
+    for m in ["corv-exp", "corv-softplus", "corv-icll", "sgld-mirror", "sgrld"] {
+        assert!(s["methods"][m]["final_test_rmse"].as_f64().unwrap().is_finite(), "{m}");
+    }
+    let out = dir.path().join("c");
+    let o = Command::new(env!("CARGO_BIN_EXE_001-nmf"))
+        .args(["--data", "/nonexistent.csv", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+    assert!(!out.exists());
+}
