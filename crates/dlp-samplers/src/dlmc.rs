@@ -234,6 +234,11 @@ impl Sampler for Dlmc {
             });
         }
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        // Uniform lattice Ising models: the lattice kernel with DLMC's per-class flip
+        // probabilities (the same kernel, `fast::ising`).
+        if let Some(m) = crate::fast::ising::qualifying_model(target) {
+            return Ok(Box::new(crate::fast::ising::IsingDlpChains::dlmc(space, &m, self.h, self.mh, x0)?));
+        }
         let (d, w, gl) = (space.d, width(space), space.grad_len());
         let n = x0.len() / d;
         if n == 0 {

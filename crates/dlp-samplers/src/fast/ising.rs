@@ -135,6 +135,9 @@ struct Classes {
     half_c: f64,
     /// c = 2 spin, 1 binary.
     c: f64,
+    /// The logits are DLP's, linear in (s, s·Σu), so Σ_k (R_k − F_k) ℓ_k comes from two
+    /// integer sums; false for DLMC's logits, which need the per-class R − F (CSR path).
+    linear: bool,
 }
 
 /// Running DULA/DMALA chains on a uniform lattice Ising model (see the module doc).
@@ -198,6 +201,8 @@ struct FlipScratch {
     dr: Vec<i64>,
     /// Σ_k (R_k − F_k) (s·Σu)_k (see [`Classes`]).
     sb: i64,
+    /// Σ_k (R_k − F_k) ℓ_k, for non-linear logits (DLMC).
+    lr: f64,
 }
 
 impl IsingDlpChains {
@@ -219,6 +224,43 @@ impl IsingDlpChains {
         mh: bool,
         x0: &[u32],
     ) -> Result<Self, SamplerError> {
+        Self::with_geometry(space, model, half_inv_step, mh, x0, false)
+    }
+
+    /// DLMC (`dlmc` = `mh`, `dlmcf`) with time h on the lattice kernel: the same per-class
+    /// machinery with the per-class flip probabilities of [`crate::dlmc`]
+    /// (p = σ(δ)(1 − e^{−2h cosh(δ/2)}), δ the class's linearised change of f). Those logits
+    /// are not linear in the neighbour sum, so the MH ratio needs the per-class R − F of the
+    /// flip set: the CSR path, on every lattice (the torus stencil kernel counts only H').
+    pub(crate) fn dlmc(
+        space: &Space,
+        model: &IsingView<'_>,
+        h: f64,
+        mh: bool,
+        x0: &[u32],
+    ) -> Result<Self, SamplerError> {
+        let mut c = Self::with_geometry(space, model, 0.0, mh, x0, true)?;
+        let cl = &mut c.cl;
+        for k in 0..cl.gr.len() {
+            let (mut log_p, mut log_keep) = ([0.0], [0.0]);
+            // flip_log_probs takes x and ∂f/∂x; (x = 0, g = δ) gives δ = (1 − 2x) g = δ.
+            crate::dlmc::flip_log_probs(h, &[0], &[cl.gr[k]], &mut log_p, &mut log_keep);
+            cl.logit[k] = log_p[0] - log_keep[0];
+            cl.softplus[k] = -log_keep[0];
+            cl.thr[k] = Threshold::of_probability(log_p[0].exp());
+        }
+        cl.linear = false;
+        Ok(c)
+    }
+
+    fn with_geometry(
+        space: &Space,
+        model: &IsingView<'_>,
+        half_inv_step: f64,
+        mh: bool,
+        x0: &[u32],
+        force_csr: bool,
+    ) -> Result<Self, SamplerError> {
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
         let d = space.d;
         let n = x0.len() / d;
@@ -226,7 +268,7 @@ impl IsingDlpChains {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
         let spec = model.lattice.expect("qualifying_model checked the lattice");
-        let geo = if spec.periodic && spec.shape.len() == 2 && spec.shape[0] >= 3 && spec.shape[1] >= 3 {
+        let geo = if !force_csr && spec.periodic && spec.shape.len() == 2 && spec.shape[0] >= 3 && spec.shape[1] >= 3 {
             Geometry::Torus { rows: spec.shape[0], cols: spec.shape[1] }
         } else {
             let offsets: Vec<u32> = model.offsets.iter().map(|&o| o as u32).collect();
@@ -247,6 +289,7 @@ impl IsingDlpChains {
             snb: vec![0; nc],
             half_c: 0.0,
             c: if spin { 2.0 } else { 1.0 },
+            linear: true,
         };
         for k in 0..nc {
             let (x, deg, up) = geo.class_parts(k);
@@ -413,7 +456,7 @@ impl IsingDlpChains {
                 lq -= dh as f64 * self.cl.softplus[k];
             }
         }
-        lq += self.cl.half_c * (self.b * sa as f64 + self.w * sc.sb as f64);
+        lq += if self.cl.linear { self.cl.half_c * (self.b * sa as f64 + self.w * sc.sb as f64) } else { sc.lr };
         let df = 0.5 * self.w * de2 as f64 + self.b * dm as f64;
         (crate::dlp::log_accept_ratio(0.0, df, 0.0, lq), de2, dm)
     }
@@ -1080,6 +1123,9 @@ impl FlipScratch {
     /// `sb` from the per-class R − F of the CSR statistics.
     fn fold_dr(&mut self, cl: &Classes) {
         self.sb = self.dr.iter().zip(&cl.snb).map(|(&r, &v)| r * v).sum();
+        if !cl.linear {
+            self.lr = self.dr.iter().zip(&cl.logit).filter(|(r, _)| **r != 0).map(|(&r, &l)| r as f64 * l).sum();
+        }
     }
 }
 

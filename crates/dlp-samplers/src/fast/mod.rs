@@ -14,6 +14,7 @@
 //! | fast path | when | file |
 //! |---|---|---|
 //! | DULA / DMALA on a uniform lattice Ising model, any gradient weight β (so also every phase of `acs-dmala`/`acs-dula`) | Ising capability with a lattice, one coupling, uniform field; no preconditioner | [`ising`] |
+//! | `dlmc` / `dlmcf` on a uniform lattice Ising model: the same class machinery with DLMC's per-class flip probabilities (CSR path on every lattice) | as above | [`ising`] |
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |

@@ -771,3 +771,69 @@ fn gwg_potts_sum_tree_chains_follow_the_generic_chains_step_by_step() {
         }
     }
 }
+
+#[test]
+fn dlmc_lattice_kernel_equals_the_generic_dlmc() {
+    // DLMC on the lattice kernel (CSR path, per-class jump probabilities): per-site flip
+    // probabilities on every state and MH log ratios on random pairs equal `crate::dlmc`'s.
+    use crate::dlmc::{flip_log_probs, log_prob};
+    let mut rng = dlp_core::setup_rng(14);
+    for h in [0.3, 1.0, 2.5] {
+        for (name, m) in lattices() {
+            let d = m.d();
+            let view = qualifying_model(&m).unwrap();
+            let chains = IsingDlpChains::dlmc(dlp_core::Target::space(&m), &view, h, true, &vec![0; d]).unwrap();
+            let laws = |x: &[u32]| {
+                let mut g = vec![0.0; d];
+                let f = dlp_core::Target::log_density_grad(&m, x, &mut g);
+                let (mut lp, mut lk) = (vec![0.0; d], vec![0.0; d]);
+                flip_log_probs(h, x, &g, &mut lp, &mut lk);
+                (f, lp, lk)
+            };
+            for s in 0..1u64 << d {
+                let x = state_of(s, d);
+                let (_, lp, _) = laws(&x);
+                let fast = chains.flip_probabilities(&x);
+                for i in 0..d {
+                    assert!((fast[i] - lp[i].exp()).abs() < 1e-12, "{name} h={h} x={x:?} site {i}");
+                }
+            }
+            for _ in 0..500 {
+                let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                if x == y {
+                    continue;
+                }
+                let ((fx, lpx, lkx), (fy, lpy, lky)) = (laws(&x), laws(&y));
+                let want = fy - fx + log_prob(&y, &x, &lpy, &lky) - log_prob(&x, &y, &lpx, &lkx);
+                let got = chains.log_accept_ratio(&x, &y);
+                assert!((got - want).abs() < 1e-10, "{name} h={h}: fast {got} generic {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn dlmc_takes_the_lattice_kernel_and_keeps_the_law() {
+    // One-step law from a fixed state, fast against the generic exact row (χ², see
+    // `chi2_limit`: false-failure rate below 1e-5 per comparison).
+    use crate::dlmc::Dlmc;
+    let m = IsingModel::paper_lattice(3, 0.3, 0.2);
+    let d = 9;
+    let x: Vec<u32> = vec![1, 0, 1, 1, 0, 0, 1, 0, 1];
+    for mh in [true, false] {
+        let sampler = Dlmc::new(mh, 0.8).unwrap();
+        let row: BTreeMap<Vec<u32>, f64> = sampler.transition_row(&m, &x, 0).into_iter().collect();
+        let n = 60_000usize;
+        let mut chains = sampler.start(&m, &vec![x.clone(); n].concat()).unwrap();
+        let mut rngs = chain_rngs(21, 0, n);
+        let mut info = vec![StepInfo::default(); n];
+        chains.step(&mut rngs, &mut info);
+        let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+        for y in chains.positions().chunks(d) {
+            *counts.entry(y.to_vec()).or_insert(0) += 1;
+        }
+        let (stat, df) = chi2(&counts, &row, n as u64);
+        assert!(stat < chi2_limit(df), "dlmc mh={mh}: χ² {stat} on {df} df");
+    }
+}
