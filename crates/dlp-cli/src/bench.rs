@@ -17,7 +17,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use dlp_cli::CliError;
 use dlp_core::math::sigmoid;
 use dlp_core::{RunOptions, StepInfo, Target, run_chains, setup_rng};
-use dlp_models::{IsingModel, Rbm};
+use dlp_models::{BnnModel, IsingModel, Rbm};
 use dlp_samplers::fast::Generic;
 use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
@@ -66,6 +66,17 @@ pub struct Args {
     /// reference's dense step costs the same either way. 0 times the first steps.
     #[arg(long, default_value_t = 100)]
     rbm_burn_in: usize,
+    /// Also time the binary BNN of Tables 2 and 4 (COMPAS shape: N = 4,887, p = 13, H = 100,
+    /// 50 chains; synthetic stand-in features, which do not change the cost) with
+    /// `--bnn-samplers`.
+    #[arg(long)]
+    bnn: bool,
+    /// Only the BNN (implies `--bnn`).
+    #[arg(long)]
+    bnn_only: bool,
+    /// Samplers on the BNN [default: dmala,dula,gwg,gibbs, the Table 2 columns; α = 0.1].
+    #[arg(long, value_delimiter = ',')]
+    bnn_samplers: Option<Vec<String>>,
     /// Seconds of timed steps per configuration and thread count.
     #[arg(long, default_value_t = 0.05)]
     budget: f64,
@@ -104,6 +115,7 @@ fn step_size(model: &str, sampler: &str) -> Option<f64> {
         ("ising", "dula") => Some(0.2),
         ("ising", "dmala") => Some(0.4),
         ("rbm", "dula") => Some(0.1),
+        ("bnn", "dula" | "dmala") => Some(0.1),
         ("rbm", "dmala") => Some(0.2),
         ("ising", "dlmc" | "dlmcf") => Some(1.0),
         ("ising", "acs-dmala" | "acs-dula") => Some(3.0),
@@ -120,6 +132,9 @@ const IDENTITY_STEPS: usize = 8;
 const ISING_BIAS: f64 = 0.2;
 /// RBM shape of the peer harness.
 const RBM_SHAPE: (usize, usize) = (784, 500);
+/// The BNN timed by `--bnn`: COMPAS after the official preprocessing (N, p), the code's H,
+/// the protocol's 50 chains.
+const BNN_SHAPE: (usize, usize, usize, usize) = (4887, 13, 100, 50);
 
 /// Runs `dlp bench`.
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -157,6 +172,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
         PathChoice::Both => &[true, false],
     };
     let mut sink = Sink::new(args.out.clone());
+    if args.bnn || args.bnn_only {
+        let (n, p, h, chains) = BNN_SHAPE;
+        let d = (p + 2) * h + 1;
+        let mut rng = setup_rng(args.seed);
+        let x: Vec<f64> = (0..n * p).map(|_| 2.0 * rng.random::<f64>() - 1.0).collect();
+        let y: Vec<f64> = (0..n).map(|_| f64::from(rng.random::<f64>() < 0.5)).collect();
+        let model = BnnModel::new(d, p, h, 100.0, x, y).map_err(|e| CliError::input(e.to_string()))?;
+        let x0 = bernoulli_rows(args.seed, d, chains, 0.5);
+        for name in args.bnn_samplers.clone().unwrap_or_else(|| names("dmala,dula,gwg,gibbs")) {
+            let base = json!({"model": "bnn", "n": n, "p": p, "hidden": h, "dims": d});
+            time_config(&args, &mut sink, &model, &name, "bnn", base, &x0, &threads, true)?;
+        }
+        if args.bnn_only {
+            return sink.finish();
+        }
+    }
     if !args.rbm_only {
         for &sigma in &sigmas {
             for &l in &ls {

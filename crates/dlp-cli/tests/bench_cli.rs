@@ -70,6 +70,22 @@ fn rbm_records_say_how_many_steps_were_burnt_in() {
 }
 
 #[test]
+fn bnn_records_carry_the_shape_and_identical_threads() {
+    let out = dlp(&["--bnn-only", "--bnn-samplers", "dmala", "--threads", "1,2", "--budget", "0.001"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(
+            (r["model"].as_str(), r["dims"].as_u64(), r["chains"].as_u64()),
+            (Some("bnn"), Some(1501), Some(50))
+        );
+        assert!(r["seconds_per_step"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(recs[1]["identical_to_first_threads"], true);
+}
+
+#[test]
 fn bad_input_is_one_error_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out.jsonl");
