@@ -22,9 +22,13 @@ pub const TAU: f64 = 100.0;
 /// H of the official code (all data sets).
 pub const HIDDEN_CODE: usize = 100;
 
+/// One data set's row of a paper table: name, four train log-likelihoods, their stds, four
+/// test RMSEs, their stds.
+pub type PaperRow = (&'static str, [f64; 4], [f64; 4], [f64; 4], [f64; 4]);
+
 /// The paper's Table 2 (full batch): (data set, [LL Gibbs, GWG, DULA, DMALA], their stds,
 /// [RMSE Gibbs, GWG, DULA, DMALA], their stds).
-pub const TABLE2: [(&str, [f64; 4], [f64; 4], [f64; 4], [f64; 4]); 4] = [
+pub const TABLE2: [PaperRow; 4] = [
     (
         "compas",
         [-0.4063, -0.3729, -0.3590, -0.3394],
@@ -56,7 +60,7 @@ pub const TABLE2: [(&str, [f64; 4], [f64; 4], [f64; 4], [f64; 4]); 4] = [
 ];
 
 /// The paper's Table 4 (stochastic DULA, B = 10, 100, 500, then full batch), same layout.
-pub const TABLE4: [(&str, [f64; 4], [f64; 4], [f64; 4], [f64; 4]); 4] = [
+pub const TABLE4: [PaperRow; 4] = [
     (
         "compas",
         [-0.4288, -0.3689, -0.3603, -0.3590],
@@ -309,7 +313,7 @@ pub fn table(
     columns: &[Column],
     seeds: usize,
     c: &RunConfig,
-    paper: &[(&str, [f64; 4], [f64; 4], [f64; 4], [f64; 4])],
+    paper: &[PaperRow],
 ) -> Result<serde_json::Value> {
     use crate::plot::{Figure, Panel, Series};
     use serde_json::json;
