@@ -7,6 +7,8 @@
 //! * [`TensorPotts`]: Potts model (the convention of [`dlp_models::PottsModel`]: gradient with
 //!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
+//! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
+//!   samples; on hard ones the GOF crate's statistic), for KSD-trained models (paper 003).
 //!
 //! **Gradients come from candle's autograd**, not from hand-derived formulas: the f32 input
 //! tensor (the bits, or the one-hot matrix for Potts) is a [`candle_core::Var`], f is summed
@@ -33,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ksd;
 mod potts;
 mod rbm;
 
