@@ -70,19 +70,16 @@ fn rbm_records_say_how_many_steps_were_burnt_in() {
 }
 
 #[test]
-fn bnn_records_carry_the_shape_and_identical_threads() {
-    let out = dlp(&["--bnn-only", "--bnn-samplers", "dmala", "--threads", "1,2", "--budget", "0.001"]);
+fn bnn_records_carry_the_shape() {
+    // One thread only: each BNN step is ~0.1 s of CPU (the thread-count identity of the BNN
+    // runs is tested by reproduce/tests/bnn_quick.rs on a smaller network).
+    let out = dlp(&["--bnn-only", "--bnn-samplers", "dmala", "--threads", "1", "--budget", "0.001"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = records(&out);
-    assert_eq!(recs.len(), 2);
-    for r in &recs {
-        assert_eq!(
-            (r["model"].as_str(), r["dims"].as_u64(), r["chains"].as_u64()),
-            (Some("bnn"), Some(1501), Some(50))
-        );
-        assert!(r["seconds_per_step"].as_f64().unwrap() > 0.0);
-    }
-    assert_eq!(recs[1]["identical_to_first_threads"], true);
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert_eq!((r["model"].as_str(), r["dims"].as_u64(), r["chains"].as_u64()), (Some("bnn"), Some(1501), Some(50)));
+    assert!(r["seconds_per_step"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
