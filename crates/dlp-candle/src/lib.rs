@@ -8,7 +8,8 @@
 //!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
 //! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
-//!   samples; on hard ones the GOF crate's statistic), for KSD-trained models (paper 003).
+//!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
+//!   product and semi-implicit mixture models of paper 003 with their reference target.
 //!
 //! **Gradients come from candle's autograd**, not from hand-derived formulas: the f32 input
 //! tensor (the bits, or the one-hot matrix for Potts) is a [`candle_core::Var`], f is summed
@@ -36,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod ksd;
+pub mod mixture;
 mod potts;
 mod rbm;
 
