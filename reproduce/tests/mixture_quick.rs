@@ -7,9 +7,14 @@ use std::path::Path;
 use std::process::Command;
 
 fn run(out: &Path, threads: &str) -> Value {
+    run_with(out, threads, &[])
+}
+
+fn run_with(out: &Path, threads: &str, extra: &[&str]) -> Value {
     let o = Command::new(env!("CARGO_BIN_EXE_003-mixture"))
         .args(["--quick", "--seed", "2", "--threads", threads, "--out"])
         .arg(out)
+        .args(extra)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -41,6 +46,23 @@ fn quick_run_writes_its_files_and_both_models_improve() {
         assert_eq!(v.len(), 15);
         let (first, last) = (v[..5].iter().sum::<f64>(), v[10..].iter().sum::<f64>());
         assert!(last < first, "{model}: {first} → {last}");
+    }
+}
+
+#[test]
+fn notebook_compat_trains_differently_and_says_so() {
+    // The notebook's training (fixed Gumbel draw for the product, incomplete double-exponential
+    // loss for the mixture) changes both training curves and is recorded in the summary.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run_with(&a, "1", &["--notebook-compat"]);
+    run(&b, "1");
+    assert_eq!(s["notebook_compat"], true);
+    let read = |p: &Path| std::fs::read_to_string(p.join("curves.csv")).unwrap();
+    let (ca, cb) = (read(&a), read(&b));
+    for model in ["product", "mixture"] {
+        let pick = |c: &str| c.lines().filter(|l| l.starts_with(model)).map(String::from).collect::<Vec<_>>();
+        assert_ne!(pick(&ca), pick(&cb), "{model}: compat training must differ");
     }
 }
 

@@ -22,26 +22,59 @@
 
 use candle_core::{D, Result, Tensor};
 
+/// A base kernel of the squared distance t = ‖x − x′‖² between flattened one-hots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BaseKernel {
+    /// exp(−t/σ²): the blog's stated kernel (on hard inputs, the GOF crate's exp-Hamming).
+    Gaussian {
+        /// σ².
+        sigma2: f64,
+    },
+    /// exp(−exp(−t)/σ²): what the reference notebook's pairwise kernel for the mixture's
+    /// incomplete estimator computes (a bug, spec §8 caveat (i)), kept for
+    /// `003-mixture --notebook-compat`.
+    NotebookDoubleExp {
+        /// σ².
+        sigma2: f64,
+    },
+}
+
+impl BaseKernel {
+    fn apply(&self, t: &Tensor) -> Result<Tensor> {
+        match *self {
+            BaseKernel::Gaussian { sigma2 } => (t / -sigma2)?.exp(),
+            BaseKernel::NotebookDoubleExp { sigma2 } => (t.neg()?.exp()? / -sigma2)?.exp(),
+        }
+    }
+}
+
 /// The n × n Stein-kernel matrix κ(y_a, y_b) of relaxed one-hot samples `y` (n × D × L) with
 /// scores `s` (n × D), Gaussian base kernel of bandwidth σ² = `sigma2` (see the module doc).
 pub fn stein_matrix(y: &Tensor, s: &Tensor, sigma2: f64) -> Result<Tensor> {
+    stein_matrix_with(y, s, BaseKernel::Gaussian { sigma2 })
+}
+
+/// [`stein_matrix`] with any [`BaseKernel`] of the squared distance.
+pub fn stein_matrix_with(y: &Tensor, s: &Tensor, kernel: BaseKernel) -> Result<Tensor> {
     let (n, d, l) = y.dims3()?;
     let flat = y.reshape((n, d * l))?;
     // ‖y_a − y_b‖² = |y_a|² + |y_b|² − 2 y_a·y_b.
     let sq = flat.sqr()?.sum_keepdim(1)?; // n × 1
     let gram = flat.matmul(&flat.t()?)?;
     let dist = sq.broadcast_add(&sq.t()?)?.sub(&(gram * 2.0)?)?;
-    let k = (dist / -sigma2)?.exp()?; // n × n
+    let k = kernel.apply(&dist)?; // n × n
     // Per-coordinate inner products, D × n × n: g[i,a,b] = y_ai·y_bi, gb[i,a,b] = bwd(y_ai)·y_bi.
     let yd = y.transpose(0, 1)?.contiguous()?; // D × n × L
     let bwd = Tensor::cat(&[&yd.narrow(2, 1, l - 1)?, &yd.narrow(2, 0, 1)?], 2)?; // bwd(e_c) = e_{c−1}
     let yt = yd.transpose(1, 2)?.contiguous()?; // D × L × n
     let g = yd.matmul(&yt)?;
     let gb = bwd.matmul(&yt)?;
-    // k(bwd_i y_a, y_b) = k·exp(−2(g − gb)/σ²); k(y_a, bwd_i y_b) uses bwd(y_b)·y_a = gb[i,b,a].
-    let a = k.unsqueeze(0)?.broadcast_mul(&((g.sub(&gb)? * (-2.0 / sigma2))?.exp()?.affine(-1.0, 1.0)?))?;
+    // Shifting coordinate i of y_a moves the squared distance by 2(g − gb)[i,a,b]; shifting it
+    // in y_b by 2(g − gb)[i,b,a] (bwd(y_b)·y_a = gb[i,b,a]).
+    let shifted = |delta: &Tensor| kernel.apply(&dist.unsqueeze(0)?.broadcast_add(&(delta * 2.0)?)?);
+    let a = k.unsqueeze(0)?.broadcast_sub(&shifted(&g.sub(&gb)?)?)?;
     let gbt = gb.transpose(1, 2)?;
-    let b = k.unsqueeze(0)?.broadcast_mul(&((g.sub(&gbt)? * (-2.0 / sigma2))?.exp()?.affine(-1.0, 1.0)?))?;
+    let b = k.unsqueeze(0)?.broadcast_sub(&shifted(&g.sub(&gbt)?)?)?;
     // Σ_i s_i(y_a) s_i(y_b), Σ_i s_i(y_a) b_i, Σ_i s_i(y_b) a_i, Σ_i (a_i + b_i).
     let st = s.t()?.contiguous()?; // D × n
     let dot = s.matmul(&s.t()?)?;
@@ -51,9 +84,24 @@ pub fn stein_matrix(y: &Tensor, s: &Tensor, sigma2: f64) -> Result<Tensor> {
     (k.mul(&dot)? - sa_b)?.sub(&sb_a)?.add(&ab)
 }
 
-/// The U-statistic of squared KSD: the mean of κ over ordered pairs a ≠ b.
+/// The incomplete U-statistic: the mean of κ over the given index pairs (a, b), a ≠ b
+/// (the notebook's mixture estimator draws B of them uniformly).
+pub fn ksd2_incomplete(y: &Tensor, s: &Tensor, kernel: BaseKernel, pairs: &[(usize, usize)]) -> Result<Tensor> {
+    let m = stein_matrix_with(y, s, kernel)?;
+    let n = m.dim(0)?;
+    let idx: Vec<u32> = pairs.iter().map(|&(a, b)| (a * n + b) as u32).collect();
+    let idx = Tensor::from_vec(idx, pairs.len(), m.device())?;
+    m.flatten_all()?.index_select(&idx, 0)?.mean_all()
+}
+
+/// The U-statistic of squared KSD: the mean of κ over ordered pairs a ≠ b (Gaussian kernel).
 pub fn ksd2_u(y: &Tensor, s: &Tensor, sigma2: f64) -> Result<Tensor> {
-    let m = stein_matrix(y, s, sigma2)?;
+    ksd2_u_with(y, s, BaseKernel::Gaussian { sigma2 })
+}
+
+/// [`ksd2_u`] with any [`BaseKernel`].
+pub fn ksd2_u_with(y: &Tensor, s: &Tensor, kernel: BaseKernel) -> Result<Tensor> {
+    let m = stein_matrix_with(y, s, kernel)?;
     let n = m.dim(0)?;
     let eye = Tensor::eye(n, m.dtype(), m.device())?;
     let diag = m.mul(&eye)?.sum_all()?;
@@ -193,5 +241,49 @@ mod tests {
             let fd = (loss(&up) - loss(&dn)) / 2e-6;
             assert!((g[idx] - fd).abs() < 1e-6 * (1.0 + fd.abs()), "entry {idx}: autograd {} vs {fd}", g[idx]);
         }
+    }
+
+    #[test]
+    fn any_distance_kernel_matches_a_naive_evaluation_and_incomplete_over_all_pairs_is_u() {
+        // κ for the notebook's double-exponential kernel on relaxed inputs, against the
+        // definition with explicitly shifted vectors (bwd_i rolls coordinate i's L entries);
+        // and the incomplete statistic over every ordered pair a ≠ b equals the U-statistic.
+        let (n, d, l) = (4usize, 3usize, 3usize);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(21);
+        let raw: Vec<f64> = (0..n * d * l).map(|_| rng.random_range(0.0..1.0)).collect();
+        let s: Vec<f64> = (0..n * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let kernel = BaseKernel::NotebookDoubleExp { sigma2: 1.3 };
+        let f = |t: f64| (-(-t).exp() / 1.3).exp();
+        let row = |a: usize| raw[a * d * l..(a + 1) * d * l].to_vec();
+        let bwd = |v: &[f64], i: usize| {
+            let mut w = v.to_vec();
+            for c in 0..l {
+                w[i * l + c] = v[i * l + (c + 1) % l];
+            }
+            w
+        };
+        let k = |u: &[f64], v: &[f64]| f(u.iter().zip(v).map(|(p, q)| (p - q) * (p - q)).sum());
+        let y = Tensor::from_vec(raw.clone(), (n, d, l), &Device::Cpu).unwrap();
+        let st = Tensor::from_vec(s.clone(), (n, d), &Device::Cpu).unwrap();
+        let m = stein_matrix_with(&y, &st, kernel).unwrap().to_vec2::<f64>().unwrap();
+        for a in 0..n {
+            for b in 0..n {
+                let (x, z) = (row(a), row(b));
+                let k0 = k(&x, &z);
+                let mut want = 0.0;
+                for i in 0..d {
+                    let (ai, bi) = (k0 - k(&bwd(&x, i), &z), k0 - k(&x, &bwd(&z, i)));
+                    want += k0 * s[a * d + i] * s[b * d + i] - s[a * d + i] * bi - s[b * d + i] * ai + ai + bi;
+                    // The identity the fast form relies on: a common shift keeps the distance.
+                    assert!((k(&bwd(&x, i), &bwd(&z, i)) - k0).abs() < 1e-14);
+                }
+                assert!((m[a][b] - want).abs() < 1e-12, "({a},{b}): {} vs {want}", m[a][b]);
+            }
+        }
+        let pairs: Vec<(usize, usize)> =
+            (0..n).flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b))).collect();
+        let inc = ksd2_incomplete(&y, &st, kernel, &pairs).unwrap().to_scalar::<f64>().unwrap();
+        let u = ksd2_u_with(&y, &st, kernel).unwrap().to_scalar::<f64>().unwrap();
+        assert!((inc - u).abs() < 1e-12, "{inc} vs {u}");
     }
 }
