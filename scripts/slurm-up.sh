@@ -3,7 +3,7 @@
 # (auth/none, so loopback only), no cgroups, ports P and P+1 (random by default), state in DIR.
 # Prints the slurm.conf path: `export SLURM_CONF=$(scripts/slurm-up.sh DIR)`.
 # Exit 77: this host cannot run it (hostname not loopback, Slurm absent), 1: it failed to start.
-# Stop it with scripts/slurm-down.sh DIR. Recipe and pitfalls: ../shared/specs/slurm.md.
+# Stop it with scripts/slurm-down.sh DIR. Design and pitfalls: ARCHITECTURE.md, section Sweeps.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR [PORT]" >&2; exit 2; }
 for c in slurmctld slurmd sinfo; do
