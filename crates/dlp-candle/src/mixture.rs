@@ -176,12 +176,7 @@ impl Mixture {
 
 impl RankOneFamily for Mixture {
     fn logits(&self, n: usize, rng: &mut ChainRng, dev: &Device) -> Result<Tensor> {
-        let z: Vec<f64> = (0..n * self.dz)
-            .map(|_| {
-                let (u1, u2): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
-                (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-            })
-            .collect();
+        let z: Vec<f64> = (0..n * self.dz).map(|_| normal(rng)).collect();
         let z = Tensor::from_vec(z, (n, self.dz), dev)?;
         let h = self.layers[0].forward(&z)?.relu()?;
         let h = self.layers[1].forward(&h)?.relu()?;
@@ -246,11 +241,7 @@ pub fn evaluate(
 ) -> Result<f64> {
     let logits = model.logits(n, rng, dev)?.detach();
     let (_, d, l) = logits.dims3()?;
-    let g = {
-        let v: Vec<f64> = (0..n * d * l).map(|_| -(-(1.0 - rng.random::<f64>()).ln()).ln()).collect();
-        Tensor::from_vec(v, (n, d, l), dev)?
-    };
-    let y = relaxed(&logits, &g, None)?;
+    let y = relaxed(&logits, &gumbel(n, d, l, rng, dev)?, None)?;
     let s = target.scores(&y)?;
     crate::ksd::ksd2_u(&y, &s, d as f64)?.to_scalar::<f64>()
 }

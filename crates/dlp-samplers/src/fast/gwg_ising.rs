@@ -237,9 +237,13 @@ impl GwgIsingChains {
         for &(nb, h) in self.old_h.iter().rev() {
             self.h[j * d + nb] = h;
         }
-        let touched: Vec<usize> = self.flipped.iter().copied().chain(self.old_h.iter().map(|&(nb, _)| nb)).collect();
-        for i in touched {
-            self.refresh_leaf(j, i);
+        // Indexed loops: refresh_leaf borrows self mutably, and a rejection is a hot path, so no
+        // temporary list of the touched sites is built.
+        for k in 0..self.flipped.len() {
+            self.refresh_leaf(j, self.flipped[k]);
+        }
+        for k in 0..self.old_h.len() {
+            self.refresh_leaf(j, self.old_h[k].0);
         }
     }
 }
