@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bert;
 pub mod ksd;
 pub mod mixture;
 mod potts;
@@ -64,6 +65,9 @@ pub enum Error {
     /// Model parameters that do not fit together.
     #[error("bad parameters: {0}")]
     Param(String),
+    /// A checkpoint (config, vocabulary, weights) that cannot be read or does not fit together.
+    #[error("bad checkpoint: {0}")]
+    Checkpoint(String),
     /// candle failed while the parameters were uploaded or the device was opened.
     #[error("device error on {device}: {message}")]
     Device {

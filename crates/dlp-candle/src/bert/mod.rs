@@ -1,0 +1,435 @@
+//! A BERT masked language model on candle whose every op backpropagates, its one-pass infilling
+//! energy and the samplers' target over the masked slots (main paper §5.3 / App. I.6, Table 3).
+//!
+//! Why a forward of our own and not candle-transformers' `BertForMaskedLM`: candle-nn's fused
+//! `LayerNorm` (and `softmax_last_dim`) silently detach gradients and have no f64 kernel, so an
+//! MLM loss through candle-transformers reaches only 2 of its 43 tensors and never the input
+//! (measured in the project's BERT notes). The forward here uses only ops that backprop
+//! (hand-written LayerNorm, `ops::softmax`, plain matmuls), reaches every weight and the
+//! input embeddings, runs in f32 or f64, and agrees with candle-transformers to ~1e-6 (tests).
+//!
+//! * [`BertConfig`], [`BertMlm`]: config.json and the network (`bert.embeddings.*`,
+//!   `bert.encoder.layer.N.*`, `cls.predictions.*`; LayerNorm `weight`/`bias` or `gamma`/`beta`;
+//!   decoder weight tied to the word embeddings when absent; decoder bias from
+//!   `cls.predictions.bias` when `cls.predictions.decoder.bias` is absent).
+//! * [`Vocab`]: vocab.txt, the special tokens, and tokenisation of input lines.
+//! * [`energy`]: the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] and its exact
+//!   gradient with respect to the one-hot of the masked slots; [`InfillTarget`], the
+//!   categorical target the registry's samplers run on; Wang & Cho's per-position
+//!   resampling (`gibbs`, to come).
+//!
+//! Padding is not supported: every sequence of a batch has the same length (infilling runs
+//! the chains of one sentence together), positions are 0..S and the token type is 0.
+
+pub mod energy;
+mod vocab;
+
+pub use energy::InfillTarget;
+pub use vocab::{Piece, Vocab, VocabKind};
+
+use crate::Error;
+use candle_core::{D, DType, Device, Tensor};
+use candle_nn::{Init, VarBuilder};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The hidden activation (`hidden_act` of config.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HiddenAct {
+    /// The exact GELU x·Φ(x) (Hugging Face `"gelu"`).
+    Gelu,
+    /// The tanh approximation (`"gelu_new"`, `"gelu_approximate"`, `"gelu_pytorch_tanh"`).
+    #[serde(alias = "gelu_new", alias = "gelu_pytorch_tanh")]
+    GeluApproximate,
+    /// max(0, x).
+    Relu,
+}
+
+/// The BERT hyper-parameters read from a Hugging Face `config.json` (unknown keys ignored).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct BertConfig {
+    /// Number of tokens V (rows of the word embeddings and of the decoder).
+    pub vocab_size: usize,
+    /// Hidden width H.
+    pub hidden_size: usize,
+    /// Number of encoder layers L.
+    pub num_hidden_layers: usize,
+    /// Attention heads per layer (H must be a multiple).
+    pub num_attention_heads: usize,
+    /// Width of the feed-forward layer.
+    pub intermediate_size: usize,
+    /// Activation of the feed-forward layer and of the prediction head.
+    pub hidden_act: HiddenAct,
+    /// Longest sequence the position embeddings cover.
+    pub max_position_embeddings: usize,
+    /// Rows of the token-type embeddings (type 0 is always used).
+    pub type_vocab_size: usize,
+    /// LayerNorm ε (1e-12 for BERT).
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f64,
+    /// Whether a fresh (trainable) model ties its decoder to the word embeddings; a checkpoint
+    /// that has `cls.predictions.decoder.weight` uses it whatever this says.
+    #[serde(default = "default_tie")]
+    pub tie_word_embeddings: bool,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+fn default_tie() -> bool {
+    true
+}
+
+impl BertConfig {
+    /// Reads and checks a `config.json`.
+    pub fn from_json(text: &str) -> Result<Self, Error> {
+        let cfg: BertConfig = serde_json::from_str(text).map_err(|e| Error::Checkpoint(format!("config.json: {e}")))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// The dimension checks a forward relies on.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Checkpoint(format!("config.json: {m}")));
+        if self.vocab_size == 0 || self.hidden_size == 0 || self.num_attention_heads == 0 {
+            return bad("vocab_size, hidden_size and num_attention_heads must be positive".into());
+        }
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
+            return bad(format!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                self.hidden_size, self.num_attention_heads
+            ));
+        }
+        if self.type_vocab_size == 0 || self.max_position_embeddings == 0 {
+            return bad("type_vocab_size and max_position_embeddings must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// y = x·Wᵀ + b for x of shape [N, in] (W is [out, in] as stored by PyTorch).
+#[derive(Debug, Clone)]
+struct Linear {
+    w: Tensor,
+    b: Tensor,
+}
+
+impl Linear {
+    fn new(vb: &VarBuilder, out: usize, inp: usize) -> candle_core::Result<Self> {
+        let std = 0.02;
+        let w = vb.get_with_hints((out, inp), "weight", Init::Randn { mean: 0.0, stdev: std })?;
+        let b = vb.get_with_hints(out, "bias", Init::Const(0.0))?;
+        Ok(Linear { w, b })
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
+        x.matmul(&self.w.t()?)?.broadcast_add(&self.b)
+    }
+}
+
+/// LayerNorm written from elementary ops: candle-nn's fused one has no backward pass (it
+/// silently detaches) and no f64 kernel.
+#[derive(Debug, Clone)]
+struct LayerNorm {
+    g: Tensor,
+    b: Tensor,
+    eps: f64,
+}
+
+impl LayerNorm {
+    /// `weight`/`bias`, or the older `gamma`/`beta` names when the checkpoint has them.
+    fn new(vb: &VarBuilder, h: usize, eps: f64) -> candle_core::Result<Self> {
+        let (gn, bn) = if vb.contains_tensor("gamma") { ("gamma", "beta") } else { ("weight", "bias") };
+        let g = vb.get_with_hints(h, gn, Init::Const(1.0))?;
+        let b = vb.get_with_hints(h, bn, Init::Const(0.0))?;
+        Ok(LayerNorm { g, b, eps })
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let mean = x.mean_keepdim(D::Minus1)?;
+        let xc = x.broadcast_sub(&mean)?;
+        let var = xc.sqr()?.mean_keepdim(D::Minus1)?;
+        let xn = xc.broadcast_div(&(var + self.eps)?.sqrt()?)?;
+        xn.broadcast_mul(&self.g)?.broadcast_add(&self.b)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    attn_out: Linear,
+    attn_ln: LayerNorm,
+    inter: Linear,
+    out: Linear,
+    out_ln: LayerNorm,
+}
+
+/// BERT with its masked-language-model head (see the module doc for the names it reads).
+#[derive(Debug, Clone)]
+pub struct BertMlm {
+    cfg: BertConfig,
+    word: Tensor,
+    pos: Tensor,
+    typ: Tensor,
+    emb_ln: LayerNorm,
+    layers: Vec<Layer>,
+    head_dense: Linear,
+    head_ln: LayerNorm,
+    /// Decoder weight [V, H] (the word embeddings when tied).
+    dec_w: Tensor,
+    dec_b: Tensor,
+}
+
+impl BertMlm {
+    /// The network from `vb` (root = the checkpoint's root: `bert.*`, `cls.*`), in `vb`'s dtype
+    /// and on its device. Works with `VarBuilder::from_varmap` (a fresh trainable model: weights
+    /// N(0, 0.02) from candle's unseeded generator unless the map already holds them, LayerNorm
+    /// 1/0, biases 0) as well as with files and tensor maps.
+    pub fn new(cfg: &BertConfig, vb: VarBuilder) -> Result<Self, Error> {
+        cfg.check()?;
+        Self::build(cfg, &vb).map_err(|e| Error::Checkpoint(crate::candle_message(&e)))
+    }
+
+    fn build(cfg: &BertConfig, vb: &VarBuilder) -> candle_core::Result<Self> {
+        let (h, v, eps) = (cfg.hidden_size, cfg.vocab_size, cfg.layer_norm_eps);
+        let randn = Init::Randn { mean: 0.0, stdev: 0.02 };
+        let emb = vb.pp("bert").pp("embeddings");
+        let word = emb.pp("word_embeddings").get_with_hints((v, h), "weight", randn)?;
+        let pos = emb.pp("position_embeddings").get_with_hints((cfg.max_position_embeddings, h), "weight", randn)?;
+        let typ = emb.pp("token_type_embeddings").get_with_hints((cfg.type_vocab_size, h), "weight", randn)?;
+        let emb_ln = LayerNorm::new(&emb.pp("LayerNorm"), h, eps)?;
+        let enc = vb.pp("bert").pp("encoder").pp("layer");
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for l in 0..cfg.num_hidden_layers {
+            let lv = enc.pp(l);
+            let att = lv.pp("attention");
+            let sa = att.pp("self");
+            layers.push(Layer {
+                q: Linear::new(&sa.pp("query"), h, h)?,
+                k: Linear::new(&sa.pp("key"), h, h)?,
+                v: Linear::new(&sa.pp("value"), h, h)?,
+                attn_out: Linear::new(&att.pp("output").pp("dense"), h, h)?,
+                attn_ln: LayerNorm::new(&att.pp("output").pp("LayerNorm"), h, eps)?,
+                inter: Linear::new(&lv.pp("intermediate").pp("dense"), cfg.intermediate_size, h)?,
+                out: Linear::new(&lv.pp("output").pp("dense"), h, cfg.intermediate_size)?,
+                out_ln: LayerNorm::new(&lv.pp("output").pp("LayerNorm"), h, eps)?,
+            });
+        }
+        let pred = vb.pp("cls").pp("predictions");
+        let tr = pred.pp("transform");
+        let head_dense = Linear::new(&tr.pp("dense"), h, h)?;
+        let head_ln = LayerNorm::new(&tr.pp("LayerNorm"), h, eps)?;
+        let dec = pred.pp("decoder");
+        let dec_w = if dec.contains_tensor("weight") || !cfg.tie_word_embeddings {
+            dec.get_with_hints((v, h), "weight", randn)?
+        } else {
+            word.clone()
+        };
+        let dec_b = if !dec.contains_tensor("bias") && pred.contains_tensor("bias") {
+            pred.get(v, "bias")?
+        } else {
+            dec.get_with_hints(v, "bias", Init::Const(0.0))?
+        };
+        Ok(BertMlm { cfg: cfg.clone(), word, pos, typ, emb_ln, layers, head_dense, head_ln, dec_w, dec_b })
+    }
+
+    /// The model of a checkpoint directory: `config.json`, `vocab.txt` and `model.safetensors`
+    /// (preferred) or `pytorch_model.bin`, as f32 on `device`. Errors name the file and the
+    /// tensor (missing, or of the wrong shape for the config).
+    pub fn load(dir: &Path, device: &Device) -> Result<(Self, Vocab), Error> {
+        Self::load_dtype(dir, DType::F32, device)
+    }
+
+    /// [`BertMlm::load`] in `dtype` (F32 or F64).
+    pub fn load_dtype(dir: &Path, dtype: DType, device: &Device) -> Result<(Self, Vocab), Error> {
+        let read = |name: &str| {
+            let p = dir.join(name);
+            std::fs::read_to_string(&p).map_err(|e| Error::Checkpoint(format!("{}: {e}", p.display())))
+        };
+        let cfg = BertConfig::from_json(&read("config.json")?)
+            .map_err(|e| Error::Checkpoint(format!("{}: {e}", dir.join("config.json").display())))?;
+        let vocab = Vocab::from_text(&read("vocab.txt")?)
+            .map_err(|e| Error::Checkpoint(format!("{}: {e}", dir.join("vocab.txt").display())))?;
+        if vocab.len() != cfg.vocab_size {
+            return Err(Error::Checkpoint(format!(
+                "{} has {} tokens but config.json says vocab_size = {}",
+                dir.join("vocab.txt").display(),
+                vocab.len(),
+                cfg.vocab_size
+            )));
+        }
+        let (st, pth) = (dir.join("model.safetensors"), dir.join("pytorch_model.bin"));
+        let (file, vb) = if st.exists() {
+            // SAFETY: the file is mapped read-only; it must not change while the model is built
+            // (the weights are copied out of the mapping by `to_dtype`/`to_device`).
+            let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&st], dtype, device) };
+            (st, vb)
+        } else if pth.exists() {
+            let vb = VarBuilder::from_pth(&pth, dtype, device);
+            (pth, vb)
+        } else {
+            return Err(Error::Checkpoint(format!(
+                "{} has neither model.safetensors nor pytorch_model.bin",
+                dir.display()
+            )));
+        };
+        let vb = vb.map_err(|e| Error::Checkpoint(format!("{}: {}", file.display(), crate::candle_message(&e))))?;
+        let model = Self::new(&cfg, vb).map_err(|e| Error::Checkpoint(format!("{}: {e}", file.display())))?;
+        Ok((model, vocab))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BertConfig {
+        &self.cfg
+    }
+
+    /// The word embeddings [V, H].
+    pub fn word_embeddings(&self) -> &Tensor {
+        &self.word
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &Device {
+        self.word.device()
+    }
+
+    /// The weights' dtype.
+    pub fn dtype(&self) -> DType {
+        self.word.dtype()
+    }
+
+    /// The word embeddings of `ids` ([B, S] u32) → [B, S, H].
+    pub fn embed(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, s) = ids.dims2()?;
+        self.word.index_select(&ids.flatten_all()?, 0)?.reshape((b, s, self.cfg.hidden_size))
+    }
+
+    /// Logits [B, S, V] of `ids` ([B, S] u32); differentiable with respect to every weight.
+    pub fn logits_from_ids(&self, ids: &Tensor) -> Result<Tensor, Error> {
+        let e = self.embed(ids).map_err(|e| self.err(e))?;
+        self.logits_from_embeddings(&e)
+    }
+
+    /// Logits [B, S, V] from the word embeddings `e` ([B, S, H]; position and type embeddings
+    /// are added here), differentiable with respect to `e` and every weight.
+    pub fn logits_from_embeddings(&self, e: &Tensor) -> Result<Tensor, Error> {
+        let run = || -> candle_core::Result<Tensor> {
+            let (b, s, _) = e.dims3()?;
+            let x = self.hidden(e)?;
+            self.head(&x)?.reshape((b, s, self.cfg.vocab_size))
+        };
+        run().map_err(|e| self.err(e))
+    }
+
+    fn err(&self, e: candle_core::Error) -> Error {
+        crate::build_error(self.device(), e)
+    }
+
+    /// The encoder's output [B·S, H] from the word embeddings [B, S, H].
+    pub(crate) fn hidden(&self, e: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, s, h) = e.dims3()?;
+        if s > self.cfg.max_position_embeddings {
+            candle_core::bail!(
+                "a sequence of {s} tokens is longer than max_position_embeddings = {}",
+                self.cfg.max_position_embeddings
+            );
+        }
+        let nh = self.cfg.num_attention_heads;
+        let dh = h / nh;
+        let x = e.broadcast_add(&self.pos.narrow(0, 0, s)?)?.broadcast_add(&self.typ.get(0)?)?;
+        let mut x = self.emb_ln.forward(&x)?.reshape((b * s, h))?;
+        let scale = 1.0 / (dh as f64).sqrt();
+        let heads = |t: Tensor| t.reshape((b, s, nh, dh))?.transpose(1, 2)?.contiguous();
+        for l in &self.layers {
+            let q = heads(l.q.forward(&x)?)?;
+            let k = heads(l.k.forward(&x)?)?;
+            let v = heads(l.v.forward(&x)?)?;
+            let scores = (q.matmul(&k.t()?)? * scale)?;
+            let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
+            let ctx = p.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((b * s, h))?;
+            let a = l.attn_ln.forward(&(l.attn_out.forward(&ctx)? + &x)?)?;
+            let i = self.act(&l.inter.forward(&a)?)?;
+            x = l.out_ln.forward(&(l.out.forward(&i)? + &a)?)?;
+        }
+        Ok(x)
+    }
+
+    /// The prediction head on hidden rows [N, H] → logits [N, V].
+    pub(crate) fn head(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let t = self.head_ln.forward(&self.act(&self.head_dense.forward(x)?)?)?;
+        t.matmul(&self.dec_w.t()?)?.broadcast_add(&self.dec_b)
+    }
+
+    fn act(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self.cfg.hidden_act {
+            HiddenAct::Gelu => x.gelu_erf(),
+            HiddenAct::GeluApproximate => x.gelu(),
+            HiddenAct::Relu => x.relu(),
+        }
+    }
+}
+
+/// How [`random_weights`] names and shares its tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightLayout {
+    /// LayerNorm `gamma`/`beta` (older pytorch-pretrained-BERT) instead of `weight`/`bias`.
+    pub gamma_beta: bool,
+    /// No `cls.predictions.decoder.weight` (tied to the word embeddings) and the output bias
+    /// stored as `cls.predictions.bias` (the Hugging Face layout of a tied checkpoint).
+    pub tied: bool,
+}
+
+/// Seeded random BERT weights under the checkpoint names: matrices N(0, std²) and, unlike a
+/// fresh model, LayerNorm gains 1 + N(0, std²) and biases N(0, std²) so that tests exercise
+/// every tensor. f64 on the CPU. For tests, benchmarks and for seeding a trainable `VarMap`.
+pub fn random_weights(cfg: &BertConfig, std: f64, seed: u64, layout: WeightLayout) -> HashMap<String, Tensor> {
+    // (name, shape, mean) of every tensor, in a fixed order so that a seed fixes the weights.
+    let mut specs: Vec<(String, Vec<usize>, f64)> = Vec::new();
+    let (h, v, i) = (cfg.hidden_size, cfg.vocab_size, cfg.intermediate_size);
+    let (gn, bn) = if layout.gamma_beta { ("gamma", "beta") } else { ("weight", "bias") };
+    let ln = |specs: &mut Vec<(String, Vec<usize>, f64)>, p: &str| {
+        specs.push((format!("{p}.{gn}"), vec![h], 1.0));
+        specs.push((format!("{p}.{bn}"), vec![h], 0.0));
+    };
+    let lin = |specs: &mut Vec<(String, Vec<usize>, f64)>, p: &str, o: usize, n: usize| {
+        specs.push((format!("{p}.weight"), vec![o, n], 0.0));
+        specs.push((format!("{p}.bias"), vec![o], 0.0));
+    };
+    let e = "bert.embeddings";
+    specs.push((format!("{e}.word_embeddings.weight"), vec![v, h], 0.0));
+    specs.push((format!("{e}.position_embeddings.weight"), vec![cfg.max_position_embeddings, h], 0.0));
+    specs.push((format!("{e}.token_type_embeddings.weight"), vec![cfg.type_vocab_size, h], 0.0));
+    ln(&mut specs, &format!("{e}.LayerNorm"));
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("bert.encoder.layer.{l}");
+        for m in ["query", "key", "value"] {
+            lin(&mut specs, &format!("{p}.attention.self.{m}"), h, h);
+        }
+        lin(&mut specs, &format!("{p}.attention.output.dense"), h, h);
+        ln(&mut specs, &format!("{p}.attention.output.LayerNorm"));
+        lin(&mut specs, &format!("{p}.intermediate.dense"), i, h);
+        lin(&mut specs, &format!("{p}.output.dense"), h, i);
+        ln(&mut specs, &format!("{p}.output.LayerNorm"));
+    }
+    lin(&mut specs, "cls.predictions.transform.dense", h, h);
+    ln(&mut specs, "cls.predictions.transform.LayerNorm");
+    if layout.tied {
+        specs.push(("cls.predictions.bias".into(), vec![v], 0.0));
+    } else {
+        lin(&mut specs, "cls.predictions.decoder", v, h);
+    }
+    let mut rng = dlp_core::rng::setup_rng(seed);
+    specs
+        .into_iter()
+        .map(|(name, shape, mean)| {
+            let n: usize = shape.iter().product();
+            let vals: Vec<f64> = (0..n).map(|_| mean + std * crate::mixture::normal(&mut rng)).collect();
+            (name, Tensor::from_vec(vals, shape, &Device::Cpu).expect("the shape matches the values"))
+        })
+        .collect()
+}

@@ -1,0 +1,306 @@
+//! `vocab.txt` (line i = token id i), the special tokens and the tokenisation of input lines.
+//!
+//! Three kinds of vocabulary, told apart by their tokens:
+//! * [`VocabKind::Protein`]: every non-special token is one character (AntiBERTy: the 20 amino
+//!   acids); each character of a line is one token, `_` a masked residue, spaces are ignored.
+//! * [`VocabKind::WordPiece`]: an English BERT vocabulary (it has `##` continuation pieces);
+//!   lines are split by BERT's pre-tokeniser and WordPiece (the `tokenizers` crate), with
+//!   `[MASK]` marking a masked token.
+//! * [`VocabKind::Word`]: a word-level vocabulary (the project's stand-in MLM: lowercase words
+//!   and `. , ; : ! ?`); a line is lower-cased and split into words and those punctuation marks,
+//!   `[MASK]` marks a masked word.
+//!
+//! A token outside the vocabulary is an error (never silently `[UNK]`).
+
+use crate::Error;
+use std::collections::HashMap;
+
+/// One position of a tokenised line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece {
+    /// A known token.
+    Token(u32),
+    /// A masked position (to be filled).
+    Mask,
+}
+
+/// How input lines are split into tokens (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VocabKind {
+    /// One token per character; `_` is a masked residue.
+    Protein,
+    /// BERT WordPiece.
+    WordPiece,
+    /// Whitespace-separated lowercase words and punctuation marks.
+    Word,
+}
+
+/// A BERT vocabulary.
+#[derive(Debug, Clone)]
+pub struct Vocab {
+    tokens: Vec<String>,
+    index: HashMap<String, u32>,
+    special: Vec<bool>,
+    kind: VocabKind,
+}
+
+/// True for a token written `[…]` (`[PAD]`, `[MASK]`, `[unused0]`, …): never proposed.
+fn bracketed(t: &str) -> bool {
+    t.len() > 2 && t.starts_with('[') && t.ends_with(']')
+}
+
+impl Vocab {
+    /// The vocabulary of a `vocab.txt` text (one token per line; trailing `\r` dropped).
+    pub fn from_text(text: &str) -> Result<Self, Error> {
+        let tokens: Vec<String> = text.lines().map(|l| l.trim_end_matches('\r').to_string()).collect();
+        Self::from_tokens(tokens)
+    }
+
+    /// The vocabulary of a token list (position = id). Needs `[MASK]`; repeated tokens are an
+    /// error.
+    pub fn from_tokens(tokens: Vec<String>) -> Result<Self, Error> {
+        let mut index = HashMap::with_capacity(tokens.len());
+        for (i, t) in tokens.iter().enumerate() {
+            if index.insert(t.clone(), i as u32).is_some() {
+                return Err(Error::Checkpoint(format!("token {t:?} appears twice (second time on line {})", i + 1)));
+            }
+        }
+        if !index.contains_key("[MASK]") {
+            return Err(Error::Checkpoint("the vocabulary has no [MASK] token".into()));
+        }
+        let special: Vec<bool> = tokens.iter().map(|t| bracketed(t)).collect();
+        let normal = || tokens.iter().zip(&special).filter(|(_, s)| !**s).map(|(t, _)| t);
+        let kind = if normal().all(|t| t.chars().count() == 1) {
+            VocabKind::Protein
+        } else if normal().any(|t| t.starts_with("##")) {
+            VocabKind::WordPiece
+        } else {
+            VocabKind::Word
+        };
+        Ok(Vocab { tokens, index, special, kind })
+    }
+
+    /// Number of tokens V.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// True when there are no tokens (never, for a loaded vocabulary).
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// How lines are tokenised.
+    pub fn kind(&self) -> VocabKind {
+        self.kind
+    }
+
+    /// The id of `token`.
+    pub fn id(&self, token: &str) -> Option<u32> {
+        self.index.get(token).copied()
+    }
+
+    /// The token of `id`.
+    pub fn token(&self, id: u32) -> Option<&str> {
+        self.tokens.get(id as usize).map(String::as_str)
+    }
+
+    /// All tokens, by id.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// `[PAD]`'s id.
+    pub fn pad(&self) -> Option<u32> {
+        self.id("[PAD]")
+    }
+
+    /// `[UNK]`'s id.
+    pub fn unk(&self) -> Option<u32> {
+        self.id("[UNK]")
+    }
+
+    /// `[CLS]`'s id.
+    pub fn cls(&self) -> Option<u32> {
+        self.id("[CLS]")
+    }
+
+    /// `[SEP]`'s id.
+    pub fn sep(&self) -> Option<u32> {
+        self.id("[SEP]")
+    }
+
+    /// `[MASK]`'s id.
+    pub fn mask(&self) -> u32 {
+        self.id("[MASK]").expect("checked when the vocabulary was built")
+    }
+
+    /// True for a special token (written `[…]`): never proposed.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special.get(id as usize).copied().unwrap_or(true)
+    }
+
+    /// The ids that may fill a masked position: every non-special token.
+    pub fn allowed(&self) -> Vec<u32> {
+        (0..self.tokens.len() as u32).filter(|&i| !self.is_special(i)).collect()
+    }
+
+    /// The pieces of one input line (no `[CLS]`/`[SEP]`: see [`Vocab::wrap`]).
+    pub fn encode(&self, line: &str) -> Result<Vec<Piece>, Error> {
+        match self.kind {
+            VocabKind::Protein => self.encode_protein(line),
+            VocabKind::Word => self.encode_words(line),
+            VocabKind::WordPiece => self.encode_wordpiece(line),
+        }
+    }
+
+    /// `[CLS] pieces [SEP]` when the vocabulary has both (how BERT checkpoints were trained),
+    /// the pieces unchanged otherwise.
+    pub fn wrap(&self, pieces: Vec<Piece>) -> Vec<Piece> {
+        match (self.cls(), self.sep()) {
+            (Some(c), Some(s)) => {
+                std::iter::once(Piece::Token(c)).chain(pieces).chain(std::iter::once(Piece::Token(s))).collect()
+            }
+            _ => pieces,
+        }
+    }
+
+    /// The tokens of `ids` joined as a line: characters for proteins, WordPiece pieces merged
+    /// (`##` continuations glued to the previous piece), words separated by spaces.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let toks = ids.iter().map(|&i| self.token(i).unwrap_or("[?]"));
+        match self.kind {
+            VocabKind::Protein => toks.collect::<Vec<_>>().concat(),
+            VocabKind::Word => toks.collect::<Vec<_>>().join(" "),
+            VocabKind::WordPiece => {
+                let mut s = String::new();
+                for t in toks {
+                    match t.strip_prefix("##") {
+                        Some(rest) => s.push_str(rest),
+                        None => {
+                            if !s.is_empty() {
+                                s.push(' ');
+                            }
+                            s.push_str(t);
+                        }
+                    }
+                }
+                s
+            }
+        }
+    }
+
+    fn unknown(&self, t: &str, col: usize) -> Error {
+        Error::Param(format!("unknown token {t:?} at character {col} (not in vocab.txt)"))
+    }
+
+    fn encode_protein(&self, line: &str) -> Result<Vec<Piece>, Error> {
+        let mut out = Vec::new();
+        let mut it = line.char_indices().peekable();
+        while let Some((col, c)) = it.next() {
+            if c.is_whitespace() {
+                continue;
+            }
+            if c == '_' {
+                out.push(Piece::Mask);
+                continue;
+            }
+            if c == '[' && line[col..].starts_with("[MASK]") {
+                out.push(Piece::Mask);
+                for _ in 0..5 {
+                    it.next();
+                }
+                continue;
+            }
+            let t = c.to_string();
+            match self.id(&t) {
+                Some(id) if !self.is_special(id) => out.push(Piece::Token(id)),
+                _ => return Err(self.unknown(&t, col + 1)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode_words(&self, line: &str) -> Result<Vec<Piece>, Error> {
+        const PUNCT: &[char] = &['.', ',', ';', ':', '!', '?'];
+        let mut out = Vec::new();
+        for (col, chunk) in split_with_columns(line) {
+            // `[MASK]` may carry punctuation around it ("[MASK]."); split that off first.
+            let mut rest = chunk;
+            let mut c = col;
+            while !rest.is_empty() {
+                if let Some(r) = rest.strip_prefix("[MASK]") {
+                    out.push(Piece::Mask);
+                    rest = r;
+                    c += 6;
+                    continue;
+                }
+                let end = if rest.starts_with(PUNCT) {
+                    1
+                } else {
+                    rest.find(|ch: char| PUNCT.contains(&ch) || ch == '[').filter(|&e| e > 0).unwrap_or(rest.len())
+                };
+                let t = rest[..end].to_lowercase();
+                match self.id(&t) {
+                    Some(id) if !self.is_special(id) => out.push(Piece::Token(id)),
+                    _ => return Err(self.unknown(&rest[..end], c)),
+                }
+                rest = &rest[end..];
+                c += end;
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode_wordpiece(&self, line: &str) -> Result<Vec<Piece>, Error> {
+        let mut out = Vec::new();
+        for (col, chunk) in split_with_columns(line) {
+            let mut rest = chunk;
+            let mut c = col;
+            while !rest.is_empty() {
+                if let Some(r) = rest.strip_prefix("[MASK]") {
+                    out.push(Piece::Mask);
+                    rest = r;
+                    c += 6;
+                    continue;
+                }
+                let end = rest.find("[MASK]").filter(|&e| e > 0).unwrap_or(rest.len());
+                for id in wordpiece::encode(self, &rest[..end]).map_err(|t| self.unknown(&t, c))? {
+                    out.push(Piece::Token(id));
+                }
+                rest = &rest[end..];
+                c += end;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whitespace-separated chunks of `line` with their 1-based character columns.
+fn split_with_columns(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, ch) in line.char_indices().chain(std::iter::once((line.len(), ' '))) {
+        match (ch.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((line[..s].chars().count() + 1, &line[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    out
+}
+
+mod wordpiece {
+    //! WordPiece through the `tokenizers` crate (BERT's normaliser-free pre-tokeniser: split on
+    //! whitespace and punctuation; then greedy longest-match pieces).
+    use super::Vocab;
+
+    /// The ids of `text` (no `[MASK]` inside); `Err(piece)` names the first piece that has no
+    /// token (the model maps it to `[UNK]`, which we refuse).
+    pub(super) fn encode(vocab: &Vocab, text: &str) -> Result<Vec<u32>, String> {
+        Err(format!("{text} (WordPiece is not built yet: {} tokens)", vocab.len()))
+    }
+}
