@@ -86,6 +86,29 @@ impl Optimizer {
         Optimizer::adam(1e-4)
     }
 
+    /// One ascent step of `x` along `phi` (x ← x + ε φ, or Adam fed −φ); `t` counts Adam's
+    /// steps and `m`, `v` are its moments (same length as `x`, zero at the start). Shared by the
+    /// particles of [`GfSvgd`] and the binarised-network ensembles of [`crate::binnet`].
+    pub fn ascend(&self, x: &mut [f64], phi: &[f64], t: &mut i32, m: &mut [f64], v: &mut [f64]) {
+        match *self {
+            Optimizer::Plain { step } => {
+                for (x, p) in x.iter_mut().zip(phi) {
+                    *x += step * p;
+                }
+            }
+            Optimizer::Adam { lr, beta1, beta2, eps } => {
+                *t += 1;
+                let (c1, c2) = (1.0 - beta1.powi(*t), 1.0 - beta2.powi(*t));
+                for p in 0..x.len() {
+                    let g = -phi[p];
+                    m[p] = beta1 * m[p] + (1.0 - beta1) * g;
+                    v[p] = beta2 * v[p] + (1.0 - beta2) * g * g;
+                    x[p] -= lr * (m[p] / c1) / ((v[p] / c2).sqrt() + eps);
+                }
+            }
+        }
+    }
+
     /// Our default [spec §6 item 8, R]: plain ε = 0.5 for d ≤ 5, Adam with lr 0.1 otherwise;
     /// `step` replaces ε or lr when given.
     pub fn default_for(d: usize, step: Option<f64>) -> Optimizer {
@@ -374,23 +397,7 @@ impl GfSvgd {
     /// whose value changed, per particle (into `changed`, length n).
     pub fn step(&mut self, target: &dyn Target, changed: &mut [u32]) -> Result<StepStats, EvalError> {
         let stats = self.compute_direction(target)?;
-        match self.optimizer {
-            Optimizer::Plain { step } => {
-                for (x, p) in self.x.iter_mut().zip(&self.phi) {
-                    *x += step * p;
-                }
-            }
-            Optimizer::Adam { lr, beta1, beta2, eps } => {
-                self.t += 1;
-                let (c1, c2) = (1.0 - beta1.powi(self.t), 1.0 - beta2.powi(self.t));
-                for p in 0..self.x.len() {
-                    let g = -self.phi[p];
-                    self.m[p] = beta1 * self.m[p] + (1.0 - beta1) * g;
-                    self.v[p] = beta2 * self.v[p] + (1.0 - beta2) * g * g;
-                    self.x[p] -= lr * (self.m[p] / c1) / ((self.v[p] / c2).sqrt() + eps);
-                }
-            }
-        }
+        self.optimizer.ascend(&mut self.x, &self.phi, &mut self.t, &mut self.m, &mut self.v);
         for ((zrow, xrow), ch) in self.z.chunks_mut(self.d).zip(self.x.chunks(self.d)).zip(changed.iter_mut()) {
             *ch = 0;
             for (z, &x) in zrow.iter_mut().zip(xrow) {
