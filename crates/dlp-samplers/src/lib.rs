@@ -10,6 +10,7 @@
 
 pub mod acs;
 pub mod adapt;
+pub mod ais;
 pub mod binnet;
 pub mod block_gibbs;
 pub mod bounded;
