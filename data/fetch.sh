@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
-# Usage: data/fetch.sh mnist|compas|adult|movielens|moby-dick|antibodies
+# Usage: data/fetch.sh mnist|compas|adult|movielens|moby-dick|antibodies|antiberty
 set -euo pipefail
 name="${1:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -176,8 +176,36 @@ PY
     mv "$tmp/antibodies.tsv" "$out"
     echo "wrote $out"
     ;;
+antiberty)
+    # AntiBERTy (Ruffolo et al. 2021), a BERT masked LM pretrained on antibody sequences, as
+    # shipped in the PyPI wheel antiberty==0.1.3 (MIT; later versions download the weights
+    # at run time): config.json, pytorch_model.bin (104 MB) and vocab.txt (25 tokens) into
+    # data/cache/antiberty/, the layout `dlp infill --model DIR` reads.
+    out="$cache/antiberty"
+    if [ -f "$out/pytorch_model.bin" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    if ! pip download --no-deps -d "$tmp/dl" antiberty==0.1.3 >"$tmp/pip.log" 2>&1; then
+        echo "error: pip download antiberty==0.1.3 failed; pip log:" >&2
+        tail -n 20 "$tmp/pip.log" >&2
+        exit 2
+    fi
+    (cd "$tmp/dl" && sha256sum -c --quiet) <<< "30d910992b190013871bac49cdc032e01a19339f7d2b958ab99b0eb44638352a  antiberty-0.1.3-py3-none-any.whl"
+    echo "checksum OK"
+    python3 -m zipfile -e "$tmp"/dl/antiberty-0.1.3-py3-none-any.whl "$tmp/whl"
+    mkdir -p "$tmp/out"
+    src="$tmp/whl/antiberty/trained_models"
+    cp "$src/AntiBERTy_md_smooth/config.json" "$src/AntiBERTy_md_smooth/pytorch_model.bin" "$src/vocab.txt" "$tmp/out/"
+    cp "$tmp/whl/antiberty-0.1.3.dist-info/LICENSE.MD" "$tmp/out/LICENSE.md"
+    rm -rf "$out"
+    mv "$tmp/out" "$out"
+    echo "wrote $out (config.json, pytorch_model.bin, vocab.txt)"
+    ;;
 *)
-    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens, moby-dick, antibodies)" >&2
+    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens, moby-dick, antibodies, antiberty)" >&2
     exit 2
     ;;
 esac
