@@ -11,6 +11,7 @@
 mod bench;
 mod exact;
 mod gof;
+mod logz;
 mod sample;
 mod samplers;
 
@@ -35,6 +36,8 @@ enum Command {
     Exact(exact::Args),
     /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
     Gof(gof::Args),
+    /// log Z of a model file: exact by enumeration, or by annealed importance sampling (JSON).
+    Logz(logz::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
     Sample(sample::Args),
     /// List the registered samplers: names, flags, exact for π, what (`--markdown`: README table).
@@ -47,6 +50,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Bench(args) => bench::run(args),
         Command::Exact(args) => exact::run(args),
         Command::Gof(args) => gof::run(args),
+        Command::Logz(args) => logz::run(args),
         Command::Sample(args) => sample::run(args),
         Command::Samplers(args) => samplers::run(args),
     }
