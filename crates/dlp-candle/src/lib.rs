@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod bert;
+pub mod bert_train;
 pub mod ksd;
 pub mod mixture;
 mod potts;
