@@ -5,13 +5,18 @@
 //! in one batch: the kernels see nothing else of a target), and DMALA's also equals dlp-exact's
 //! independent transcription of the kernel.
 
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
+use dlp_candle::bert::gibbs::{gibbs_scan, gibbs_site};
 use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, InfillTarget, WeightLayout, random_weights};
+use dlp_core::chain_rngs;
 use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, Target, run_chains};
 use dlp_exact::enumerate::all_states;
-use dlp_exact::matrix::{detailed_balance_residual, kernel_matrix, max_abs_diff, stationarity_residual};
+use dlp_exact::matrix::{
+    detailed_balance_residual, kernel_matrix, max_abs_diff, stationarity_residual, stationary, total_variation,
+};
 use dlp_samplers::{SamplerParams, build_sampler};
+use nalgebra::DMatrix;
 use std::sync::Arc;
 
 const SPECIALS: u32 = 5;
@@ -153,4 +158,95 @@ fn registry_samplers_run_on_the_infilling_target() {
         assert_eq!(finals[0], finals[1], "{name}: thread count changed the chains");
         assert_eq!(target.take_error(), None);
     }
+}
+
+const MASK: u32 = 4;
+
+/// Wang & Cho's conditionals are BERT's softmax at the masked slot over the allowed tokens
+/// (checked against the full logits, f64, 1e-12); the scan's exact transition matrix
+/// K₀K₁K₂ is stochastic, has a stationary law, and that law is not the one-pass law ∝ exp f
+/// (documented in the module: the scan is not Gibbs for a known π).
+#[test]
+fn wang_cho_scan_is_bert_conditionals_and_not_the_one_pass_law() {
+    let target = tiny_target(DType::F64);
+    let states = all_states(target.space(), 1 << 12).unwrap();
+    let (n, d, k) = (512, 3, WORDS as usize);
+    let model = target.model().clone();
+    let mut site = Vec::new();
+    for j in 0..d {
+        let p = target.conditionals(&states, j, MASK).unwrap();
+        // Independent path: full logits of each masked-at-j sequence, softmax over allowed.
+        for s in [0usize, 77, 300, 511] {
+            let mut ids = target.fill_ids(&states[s * d..(s + 1) * d]);
+            ids[target.masked()[j]] = MASK;
+            let t = Tensor::from_vec(ids.clone(), (1, ids.len()), &Device::Cpu).unwrap();
+            let l = model.logits_from_ids(&t).unwrap().to_vec3::<f64>().unwrap();
+            let row: Vec<f64> = target.allowed().iter().map(|&a| l[0][target.masked()[j]][a as usize]).collect();
+            let m = row.iter().cloned().fold(f64::MIN, f64::max);
+            let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            for c in 0..k {
+                assert!((p[s * k + c] - (row[c] - m).exp() / z).abs() < 1e-12);
+            }
+        }
+        // K_j: from state s, slot j moves to c with p[s][c].
+        let mut kj: DMatrix<f64> = DMatrix::zeros(n, n);
+        for s in 0..n {
+            let mut y = states[s * d..(s + 1) * d].to_vec();
+            for c in 0..k {
+                y[j] = c as u32;
+                kj[(s, target.space().index_of_state(&y) as usize)] += p[s * k + c];
+            }
+        }
+        site.push(kj);
+    }
+    let scan: DMatrix<f64> = &site[0] * &site[1] * &site[2];
+    for s in 0..n {
+        assert!((scan.row(s).sum() - 1.0).abs() < 1e-12);
+    }
+    let mu = stationary(&scan).unwrap();
+    assert!(stationarity_residual(&mu, &scan) < 1e-12);
+    let (table, _) = Table::of(&target);
+    let m = table.f.iter().cloned().fold(f64::MIN, f64::max);
+    let z: f64 = table.f.iter().map(|f| (f - m).exp()).sum();
+    let pi: Vec<f64> = table.f.iter().map(|f| (f - m).exp() / z).collect();
+    let tv = total_variation(&mu, &pi);
+    eprintln!("TV(Wang-Cho scan stationary law, one-pass law) = {tv:.3}");
+    assert!(tv > 0.01, "the scan's law is not the one-pass law (TV {tv})");
+}
+
+/// The site update draws from the conditional: 20,000 chains from one state, slot 1, against
+/// the exact probabilities by Pearson's χ² (7 degrees of freedom; 29.88 is the 1 − 1e-4
+/// quantile, so a correct sampler fails with probability 1e-4 for a given seed, and the seed is
+/// fixed). Also: a scan changes tokens and is reproducible from the seed.
+#[test]
+fn wang_cho_site_update_draws_from_the_conditional() {
+    let target = tiny_target(DType::F64);
+    let n = 20_000;
+    let x0 = [3u32, 1, 6];
+    let mut xs: Vec<u32> = x0.iter().copied().cycle().take(3 * n).collect();
+    let p = target.conditionals(&x0, 1, MASK).unwrap();
+    let mut rngs = chain_rngs(5, 0, n);
+    gibbs_site(&target, &mut xs, &mut rngs, 1, MASK).unwrap();
+    let mut counts = [0f64; WORDS as usize];
+    for r in 0..n {
+        assert_eq!((xs[3 * r], xs[3 * r + 2]), (3, 6), "only slot 1 moves");
+        counts[xs[3 * r + 1] as usize] += 1.0;
+    }
+    let chi2: f64 = counts.iter().zip(&p).map(|(o, q)| (o - n as f64 * q).powi(2) / (n as f64 * q)).sum();
+    assert!(p.iter().all(|&q| n as f64 * q > 5.0), "expected counts large enough for χ²");
+    assert!(chi2 < 29.88, "χ² = {chi2}");
+
+    let init = target.argmax_init(MASK).unwrap();
+    let run = || {
+        let mut xs: Vec<u32> = init.iter().copied().cycle().take(3 * 6).collect();
+        let mut rngs = chain_rngs(9, 0, 6);
+        let mut changed = 0;
+        for _ in 0..5 {
+            changed += gibbs_scan(&target, &mut xs, &mut rngs, MASK).unwrap().iter().map(|i| i.n_changed).sum::<u32>();
+        }
+        (xs, changed)
+    };
+    let (a, changed) = run();
+    assert_eq!(a, run().0);
+    assert!(changed > 0);
 }

@@ -15,13 +15,14 @@
 //! * [`Vocab`]: vocab.txt, the special tokens, and tokenisation of input lines.
 //! * [`energy`]: the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] and its exact
 //!   gradient with respect to the one-hot of the masked slots; [`InfillTarget`], the
-//!   categorical target the registry's samplers run on; Wang & Cho's per-position
-//!   resampling (`gibbs`, to come).
+//!   categorical target the registry's samplers run on; [`gibbs`], Wang & Cho's per-position
+//!   resampling.
 //!
 //! Padding is not supported: every sequence of a batch has the same length (infilling runs
 //! the chains of one sentence together), positions are 0..S and the token type is 0.
 
 pub mod energy;
+pub mod gibbs;
 mod vocab;
 
 pub use energy::InfillTarget;
