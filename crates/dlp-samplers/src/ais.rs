@@ -323,6 +323,9 @@ impl AisTask {
     /// does (the sampler evaluates the tempered model at x on every step). The weight then
     /// needs no further evaluation: a sampler that caches γ_β(x) gives
     /// f − log q = (γ_β − log q) / β (β > 0); one that does not gets an f-only evaluation.
+    /// Measured (`benches/ais.rs`, RBM 100 × 50, 64 chains, K = 100, one thread on the shared
+    /// 2-core machine): AIS takes 1.5× (GWG) and 1.3× (DMALA) the time of K plain steps of the
+    /// same generic kernel.
     fn advance(
         &mut self,
         target: &dyn Target,
