@@ -11,6 +11,7 @@
 //! * [`observe`], [`report`]: observers of `run_chains`, curves, summary pieces;
 //! * [`corv`] (paper 001 Figs. 1–2: bounded toys, exact CoRV oracles),
 //! * [`bnn`] (Tables 2 and 4: binary Bayesian neural networks),
+//! * [`ebm`] (Table 1 / Fig. 9: ResNet deep EBMs by PCD, AIS evaluation, checkpoints),
 //! * [`bias`] (Figs. 1a/1b), [`ising`] (Figs. 2, 3, 7), [`rbm`] (Fig. 4), [`pcd`] (Fig. 5),
 //!   [`gof_power`], [`gf_svgd`] (paper 004's Figs. 1–3, 7): each experiment's maths and its claims;
 //! * [`sweep`]: seeds × flag values of any binary, locally or as a Slurm array (`dlp-sweep`).
@@ -20,6 +21,7 @@ pub mod bias;
 pub mod bnn;
 pub mod corv;
 pub mod csv_out;
+pub mod ebm;
 pub mod gf_svgd;
 pub mod gof_power;
 pub mod ising;

@@ -1,0 +1,49 @@
+//! Benchmark (not a test): f and ∇_x f of the ResNet energy (`dlp_candle::ebm`) for a batch of
+//! binary images on the CPU, one JSON line per configuration (median of the timed calls).
+//!
+//! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-candle --example ebm_bench [-- channels batch reps]`
+//! (candle's CPU kernels take their thread count from `RAYON_NUM_THREADS`). Defaults: the
+//! paper's ResNet-64 on 28 × 28, batch 100, 5 timed calls after one warm-up.
+
+use dlp_candle::Device;
+use dlp_candle::candle_core::{DType, utils::get_num_threads};
+use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
+use dlp_core::Target;
+use dlp_core::rng::setup_rng;
+use rand::RngExt;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("integer arguments")).collect();
+    let channels = args.first().copied().unwrap_or(64);
+    let batch = args.get(1).copied().unwrap_or(100);
+    let reps = args.get(2).copied().unwrap_or(5).max(1);
+    let cfg = ResNetConfig { channels, ..ResNetConfig::paper() };
+    let d = cfg.d();
+    let model = ResNetEbm::new(cfg, &vec![0.13; d], DType::F32, &Device::Cpu, &mut setup_rng(0)).expect("model");
+    let mut rng = setup_rng(1);
+    let xs: Vec<u32> = (0..batch * d).map(|_| u32::from(rng.random::<f64>() < 0.13)).collect();
+    let (mut f, mut g) = (vec![0.0; batch], vec![0.0; batch * d]);
+    let mut time = |grad: bool| {
+        let mut ms = Vec::new();
+        for r in 0..=reps {
+            let t = Instant::now();
+            if grad {
+                model.log_density_grad_batch(&xs, &mut f, &mut g);
+            } else {
+                model.log_density_batch(&xs, &mut f);
+            }
+            if r > 0 {
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        assert!(model.take_error().is_none(), "evaluation failed");
+        ms.sort_by(f64::total_cmp);
+        ms[ms.len() / 2]
+    };
+    let (fwd, both) = (time(false), time(true));
+    println!(
+        "{{\"bench\":\"resnet_ebm\",\"device\":\"cpu\",\"threads\":{},\"channels\":{channels},\"batch\":{batch},\"reps\":{reps},\"energy_ms\":{fwd:.1},\"energy_grad_ms\":{both:.1}}}",
+        get_num_threads()
+    );
+}
