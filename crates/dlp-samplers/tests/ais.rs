@@ -286,3 +286,73 @@ fn z_scores_are_calibrated_over_seeds() {
         assert!((0.6..1.45).contains(&sd), "{name}: sd z {sd}");
     }
 }
+
+/// A device-like target that fails from its `after`-th evaluation on: `evaluate` returns the
+/// error, the infallible methods write NaN and park it (as `dlp_candle::tensor_target!` does).
+struct Failing {
+    inner: Quadratic,
+    calls: std::sync::atomic::AtomicUsize,
+    after: usize,
+    parked: std::sync::Mutex<Option<dlp_core::EvalError>>,
+}
+
+impl Failing {
+    fn failed(&self) -> bool {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+    fn error() -> dlp_core::EvalError {
+        dlp_core::EvalError::Device { device: "test:0".into(), message: "out of memory".into() }
+    }
+}
+
+impl Target for Failing {
+    fn space(&self) -> &Space {
+        self.inner.space()
+    }
+    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+        self.inner.log_density_batch(xs, out);
+        if self.failed() {
+            out.fill(f64::NAN);
+            *self.parked.lock().unwrap() = Some(Self::error());
+        }
+    }
+    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
+        self.inner.log_density_grad_batch(xs, f, grad);
+        if self.failed() {
+            f.fill(f64::NAN);
+            *self.parked.lock().unwrap() = Some(Self::error());
+        }
+    }
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: dlp_core::Batch<'_>,
+        f: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), dlp_core::EvalError> {
+        if self.failed() {
+            return Err(Self::error());
+        }
+        self.inner.evaluate(xs, batch, f, grad)
+    }
+    fn take_error(&self) -> Option<dlp_core::EvalError> {
+        self.parked.lock().unwrap().take()
+    }
+}
+
+#[test]
+fn a_device_failure_stops_the_run_with_its_error() {
+    let (inner, _) = bernoulli_energy(6);
+    let base = ProductBase::uniform(inner.space());
+    for (name, alpha) in [("dmala", Some(0.3)), ("gwg", None), ("gibbs", None)] {
+        for after in [0, 7] {
+            let target = Failing { inner: inner.clone(), calls: 0.into(), after, parked: None.into() };
+            let opts = AisOptions { chains: 8, temperatures: 50, seed: 0, threads: 1 };
+            let err = run_ais(&target, &base, sampler(name, alpha).as_ref(), &opts, &mut |_| {}).unwrap_err();
+            assert!(
+                matches!(err, SamplerError::Eval(dlp_core::EvalError::Device { .. })),
+                "{name}, failing after {after} calls: {err}"
+            );
+        }
+    }
+}
