@@ -264,7 +264,7 @@ fn progress_counts_every_temperature() {
 /// The z-scores of independent runs are calibrated: over 40 seeds their mean is within
 /// 3.5/√40 of 0 (≈ 4.7e-4 two-sided if z ~ N(0, 1)) and their standard deviation within
 /// [0.6, 1.45] (the sample sd of 40 normals has sd ≈ 0.11; both ends are > 3.5 of them away).
-/// Measured: mean 0.13 / −0.28 / −0.16, sd 1.05 / 1.02 / 0.87 (gwg / dmala / gibbs).
+/// Measured: mean −0.16 / −0.03 / 0.14, sd 1.00 / 1.16 / 1.03 (gwg / dmala / gibbs).
 #[test]
 #[ignore = "statistical: 120 AIS runs (just test-stat)"]
 fn z_scores_are_calibrated_over_seeds() {
