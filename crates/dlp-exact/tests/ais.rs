@@ -42,12 +42,16 @@ fn check(target: &dyn Target, base: &ProductBase, s: &dyn Sampler, opts: AisOpti
     est
 }
 
-/// An RBM with weights uniform on ±`scale` from a fixed stream.
+/// A binary RBM with weights uniform on ±`scale` from a fixed stream.
 fn rbm(d: usize, m: usize, scale: f64, seed: u64) -> Rbm {
+    rbm_on(DomainKind::Binary, d, m, scale, seed)
+}
+
+fn rbm_on(domain: DomainKind, d: usize, m: usize, scale: f64, seed: u64) -> Rbm {
     let mut rng = dlp_core::setup_rng(seed);
     let mut draw = |n: usize, s: f64| (0..n).map(|_| s * (2.0 * rng.random::<f64>() - 1.0)).collect::<Vec<_>>();
     let (w, b, c) = (draw(d * m, scale), draw(d, 0.5), draw(m, 0.5));
-    Rbm::new(DomainKind::Binary, d, m, w, b, c).unwrap()
+    Rbm::new(domain, d, m, w, b, c).unwrap()
 }
 
 #[test]
@@ -61,6 +65,16 @@ fn rbm_log_z_matches_enumeration() {
     check(&target, &base, sampler("gwg", None).as_ref(), opts.clone(), "rbm, gwg");
     let uniform = ProductBase::uniform(target.space());
     check(&target, &uniform, sampler("dmala", Some(0.3)).as_ref(), opts, "rbm, dmala, uniform base");
+}
+
+#[test]
+fn spin_rbm_with_a_bernoulli_base_matches_enumeration() {
+    // A Bernoulli base on a spin space: q(+1) = μ_i; its gradient enters DMALA's proposal.
+    let target = rbm_on(DomainKind::Spin, 11, 5, 0.6, 9);
+    let mu: Vec<f64> = (0..11).map(|i| 0.25 + 0.05 * i as f64).collect();
+    let base = ProductBase::bernoulli(&mu).unwrap();
+    let opts = AisOptions { chains: 300, temperatures: 300, seed: 25, threads: 2 };
+    check(&target, &base, sampler("dmala", Some(0.2)).as_ref(), opts, "spin rbm, dmala, Bernoulli base");
 }
 
 #[test]
