@@ -326,6 +326,11 @@ fn save_params(model: &ResNetEbm, path: &Path) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| path.display().to_string())
 }
 
+/// A line above the bar, or on stdout when the bar is hidden (no terminal: logs).
+fn say(bar: &indicatif::ProgressBar, line: String) {
+    if bar.is_hidden() { println!("{line}") } else { bar.println(line) }
+}
+
 /// Trains one cell (resuming from `ckpt_dir` when `resume` and a checkpoint exists), keeps the
 /// EMA model with the best validation log-likelihood, and evaluates it on the test images with
 /// the final AIS (kernel `ais_kernel`, GWG-1 in the paper's evaluation).
@@ -369,15 +374,22 @@ pub fn run_cell(
         let seconds = offset + t0.elapsed().as_secs_f64();
         hist.curve.push(CurveRow { iteration, loss, f_data, f_samples, accept, lr, seconds });
         bar.set_position(iteration as u64);
+        if bar.is_hidden() && iteration % (proto.iterations / 10).max(1) == 0 {
+            // Logs (no terminal): a line every tenth of the run instead of the bar.
+            println!("{stem}: iteration {iteration}/{} ({seconds:.0} s, accept {accept:.3})", proto.iterations);
+        }
         if iteration % proto.eval_every == 0 || iteration == proto.iterations {
             let ema = trainer.ema_model()?;
             let est = ais(run, &ema, sampler, proto.eval_ais, derive_seed(seed, &[2, iteration as u64]), "val AIS")?;
             let val_ll = mean_f(&ema, &data.val, proto.val_items)? - est.log_z;
             hist.evals.push(EvalRow { iteration, val_ll, log_z: est.log_z, std_err: est.std_err, ess: est.ess });
-            bar.println(format!(
-                "{stem}: iteration {iteration}: val LL {val_ll:.2} (log Ẑ {:.2} ± {:.2})",
-                est.log_z, est.std_err
-            ));
+            say(
+                &bar,
+                format!(
+                    "{stem}: iteration {iteration}: val LL {val_ll:.2} (log Ẑ {:.2} ± {:.2})",
+                    est.log_z, est.std_err
+                ),
+            );
             if hist.best.is_none_or(|(_, b)| val_ll > b || b.is_nan()) {
                 save_params(&ema, &best_path)?;
                 hist.best = Some((iteration, val_ll));
