@@ -11,6 +11,7 @@
 mod bench;
 mod exact;
 mod gof;
+mod infill;
 mod logz;
 mod sample;
 mod samplers;
@@ -36,6 +37,9 @@ enum Command {
     Exact(exact::Args),
     /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
     Gof(gof::Args),
+    /// Fill masked positions of sequences with a BERT masked LM (Gibbs, GWG, DULA, DMALA), or
+    /// score fills (`--score`): JSON lines.
+    Infill(infill::Args),
     /// log Z of a model file: exact by enumeration, or by annealed importance sampling (JSON).
     Logz(logz::Args),
     /// Run chains of a sampler on a model file and write final states (and optionally a trace).
@@ -50,6 +54,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Bench(args) => bench::run(args),
         Command::Exact(args) => exact::run(args),
         Command::Gof(args) => gof::run(args),
+        Command::Infill(args) => infill::run(args),
         Command::Logz(args) => logz::run(args),
         Command::Sample(args) => sample::run(args),
         Command::Samplers(args) => samplers::run(args),

@@ -151,6 +151,13 @@ impl InfillTarget {
         })
     }
 
+    /// The target of one input line (see [`Vocab::masked_sequence`]) with every non-special
+    /// token allowed.
+    pub fn for_line(model: Arc<BertMlm>, vocab: &super::Vocab, line: &str) -> Result<Self, Error> {
+        let (ids, masked) = vocab.masked_sequence(line)?;
+        Self::new(model, ids, masked, vocab.allowed())
+    }
+
     /// The model.
     pub fn model(&self) -> &Arc<BertMlm> {
         &self.model

@@ -16,13 +16,14 @@
 //! * [`energy`]: the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] and its exact
 //!   gradient with respect to the one-hot of the masked slots; [`InfillTarget`], the
 //!   categorical target the registry's samplers run on; [`gibbs`], Wang & Cho's per-position
-//!   resampling.
+//!   resampling; [`infill`], whole runs (argmax start, chains, top-K fills by f).
 //!
 //! Padding is not supported: every sequence of a batch has the same length (infilling runs
 //! the chains of one sentence together), positions are 0..S and the token type is 0.
 
 pub mod energy;
 pub mod gibbs;
+pub mod infill;
 mod vocab;
 
 pub use energy::InfillTarget;

@@ -165,6 +165,21 @@ impl Vocab {
         }
     }
 
+    /// The model input of one line: its pieces wrapped by [`Vocab::wrap`], `[MASK]` at the
+    /// masked positions, and those positions. An error when the line has no masked position.
+    pub fn masked_sequence(&self, line: &str) -> Result<(Vec<u32>, Vec<usize>), Error> {
+        let pieces = self.wrap(self.encode(line)?);
+        let masked: Vec<usize> =
+            pieces.iter().enumerate().filter(|(_, p)| **p == Piece::Mask).map(|(i, _)| i).collect();
+        if masked.is_empty() {
+            let how = if self.kind == VocabKind::Protein { "`_` or [MASK]" } else { "[MASK]" };
+            return Err(Error::Param(format!("no masked position (mark them with {how})")));
+        }
+        let mask = self.mask();
+        let ids = pieces.into_iter().map(|p| if let Piece::Token(t) = p { t } else { mask }).collect();
+        Ok((ids, masked))
+    }
+
     /// The tokens of `ids` joined as a line: characters for proteins, WordPiece pieces merged
     /// (`##` continuations glued to the previous piece), words separated by spaces.
     pub fn decode(&self, ids: &[u32]) -> String {
