@@ -120,3 +120,11 @@ data name:
         echo "no fetch script yet: see data/README.md for how to obtain {{name}}" >&2
         exit 2
     fi
+
+# `just train-mlm [--steps N] [--resume] [--seed S]`: the English stand-in of the infilling
+# experiment (a 1.5 M-parameter word-level MLM trained on Moby Dick, a stand-in for BERT; bert
+# spec §6) → data/cache/mlm-moby/ and results/train-mlm/. Needs `just data moby-dick`.
+# Train the English stand-in MLM (release; 2,500 steps ≈ 20-30 min on 2 cores)
+train-mlm *args:
+    cargo build --release --quiet -p dlp-reproduce --bin train-mlm
+    "${CARGO_TARGET_DIR:-target}/release/train-mlm" "$@"

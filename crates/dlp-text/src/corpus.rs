@@ -195,9 +195,54 @@ pub fn pick_sentences<S: AsRef<str>>(
     pool
 }
 
+/// A seeded synthetic stand-in text (no download: tests and `--quick` runs), labelled as such
+/// wherever it is used: `n_sentences` sentences "the ADJ NOUN VERB the NOUN ." / "a NOUN VERB
+/// ADV ." with words from short lists picked with Zipf weights ∝ 1/rank, so that both word
+/// frequencies and positions carry signal a model can learn.
+pub fn synthetic_text(n_sentences: usize, seed: u64) -> Vec<String> {
+    /// Label of the synthetic text's stream in `derive_seed` ("synth").
+    const LABEL: u64 = 0x73796e7468;
+    const ADJ: [&str; 6] = ["white", "old", "great", "dark", "wild", "grey"];
+    const NOUN: [&str; 10] = ["whale", "sea", "ship", "captain", "boat", "man", "deck", "mast", "crew", "harpoon"];
+    const VERB: [&str; 8] = ["saw", "struck", "left", "followed", "sought", "found", "passed", "hailed"];
+    const ADV: [&str; 5] = ["again", "slowly", "there", "once", "now"];
+    let mut rng = setup_rng(derive_seed(seed, &[LABEL]));
+    let mut pick = |list: &[&'static str]| -> &'static str {
+        let total: f64 = (1..=list.len()).map(|k| 1.0 / k as f64).sum();
+        let mut u = rand::RngExt::random::<f64>(&mut rng) * total;
+        for (k, w) in list.iter().enumerate() {
+            u -= 1.0 / (k + 1) as f64;
+            if u < 0.0 {
+                return w;
+            }
+        }
+        list[list.len() - 1]
+    };
+    let mut out = Vec::new();
+    for i in 0..n_sentences {
+        let words: Vec<&str> = if i % 3 == 2 {
+            vec!["a", pick(&NOUN), pick(&VERB), pick(&ADV), "."]
+        } else {
+            vec!["the", pick(&ADJ), pick(&NOUN), pick(&VERB), "the", pick(&NOUN), "."]
+        };
+        out.extend(words.into_iter().map(String::from));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn synthetic_text_is_seeded_and_small() {
+        let a = synthetic_text(300, 1);
+        assert_eq!(a, synthetic_text(300, 1));
+        assert_ne!(a, synthetic_text(300, 2));
+        let v = WordVocab::build(a.iter().map(String::as_str), 100);
+        assert!(v.len() < 40, "{}", v.len());
+        assert_eq!(sentences(&a).len(), 300);
+    }
 
     #[test]
     fn tokenizer_follows_the_recipe() {
