@@ -367,7 +367,7 @@ impl AisTask {
 }
 
 /// log Z of exp(f) where f = target's log-density (unnormalised), by annealing from `base`
-/// along log γ_β = β f + (1−β) log q, β linear on [0,1] with `temperatures` steps, one
+/// along log γ_β = β f + (1−β) log q, β linear on `[0, 1]` with `temperatures` steps, one
 /// transition of `sampler` per β. `progress(k)` is called after temperature k (1..=K) on the
 /// calling thread. Deterministic in `opts.seed` for any `opts.threads`.
 pub fn run_ais(
