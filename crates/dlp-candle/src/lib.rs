@@ -38,6 +38,8 @@
 
 pub mod bert;
 pub mod bert_train;
+pub mod ebm;
+pub mod ebm_train;
 pub mod ksd;
 pub mod mixture;
 mod potts;
@@ -259,9 +261,10 @@ pub(crate) fn candle_message(e: &candle_core::Error) -> String {
     msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
-/// Copies an f32 tensor's values (any shape, row-major) into `out` as f64, checking the count.
+/// Copies a float tensor's values (any shape, row-major) into `out` as f64, checking the count
+/// (through f64, which is exact for f32 and keeps f64 models' digits).
 pub(crate) fn copy_out(t: &candle_core::Tensor, out: &mut [f64]) -> candle_core::Result<()> {
-    let v = t.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
+    let v = t.flatten_all()?.to_dtype(candle_core::DType::F64)?.to_vec1::<f64>()?;
     if v.len() != out.len() {
         return Err(candle_core::Error::Msg(format!(
             "the model produced {} values where {} were expected",
@@ -269,9 +272,7 @@ pub(crate) fn copy_out(t: &candle_core::Tensor, out: &mut [f64]) -> candle_core:
             out.len()
         )));
     }
-    for (o, x) in out.iter_mut().zip(v) {
-        *o = f64::from(x);
-    }
+    out.copy_from_slice(&v);
     Ok(())
 }
 
