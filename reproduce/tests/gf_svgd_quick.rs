@@ -90,3 +90,29 @@ fn fig5_quick_writes_its_files_and_is_thread_independent() {
     // Four tests per cell, two cells under --quick.
     assert_eq!(s["cells"].as_array().unwrap().len(), 8);
 }
+
+/// The CSV without its last column (training seconds, a timing).
+fn without_timing(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(|l| l.rsplit_once(',').unwrap().0).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn fig6_quick_writes_its_files_and_is_thread_independent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = run(env!("CARGO_BIN_EXE_004-fig6"), &a, "1");
+    run(env!("CARGO_BIN_EXE_004-fig6"), &b, "2");
+    files(&a, "004-fig6", &["accuracy.csv"]);
+    assert_eq!(without_timing(&a.join("accuracy.csv")), without_timing(&b.join("accuracy.csv")));
+    // One seed on the synthetic digits: the single net, then BAG and GF-SVGD at n = 2, 3.
+    let csv = std::fs::read_to_string(a.join("accuracy.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 1 + 2 + 2, "{csv}");
+    // Every method learns something on ten balanced classes (chance 0.1); deterministic for the
+    // fixed seed, so no false-failure rate to state.
+    for line in csv.lines().skip(1) {
+        let acc: f64 = line.split(',').nth(4).unwrap().parse().unwrap();
+        assert!(acc > 0.3 && acc <= 1.0, "{line}");
+    }
+    assert!(s["config"]["stand_in"].as_str().unwrap().contains("MNIST"));
+}

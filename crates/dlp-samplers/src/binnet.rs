@@ -3,14 +3,19 @@
 //! the straight-through estimator (Hubara et al. 2016) and bagging (BAG).
 //!
 //! The network is a two-layer MLP `inputs → hidden → classes` with weights and hidden
-//! activations in {−1, +1} and no biases (every parameter is binary, as in the paper's BNN):
+//! activations in {−1, +1} and no biases (every parameter is binary, as in the paper's BNN).
+//! Each layer divides its weight rows by their norm (weight normalisation):
 //!
-//! a = (1/√inputs) W₁ x,  h = sign(a),  z = (s/√hidden) W₂ h,  p(y | x) = softmax(z)_y,
+//! a_k = v₁ₖ·x / ‖v₁ₖ‖,  h = act(a),  z_c = s · v₂꜀·h / ‖v₂꜀‖,  p(y | x) = softmax(z)_y,
 //!
-//! with sign(0) = +1 (Γ of the binary even partition, [`dlp_core::lift::Partition`]). The
-//! 1/√fan-in factors leave the binarised net unchanged (sign is scale-free) and keep the
-//! relaxed pre-activations O(1); `s` ([`BinMlp::out_scale`]) is a fixed softmax temperature
-//! [R: the paper's AlexNet has batch norm, which we do not have].
+//! with v = sign(w), act = sign for the binarised net (sign(0) = +1, Γ of the binary even
+//! partition, [`dlp_core::lift::Partition`]); its rows have the constant norm √fan-in, so the
+//! binarised net is the plain ±1 MLP (sign is scale-free) with logits scaled by s/√hidden.
+//! [R] The norms stand in for the batch norm of the paper's AlexNet: without them the
+//! surrogate, whose weights σ̃(w) = tanh(w/2) have |σ̃| < 0.47 on the clip interval, is a net
+//! with logits near 0 and near-linear hidden units, and its gradient does not train the
+//! binarised net (we measured chance-level accuracy on the synthetic digits). `s`
+//! ([`BinMlp::out_scale`]) is a fixed softmax temperature.
 //!
 //! GF-SVGD (Alg. 3) lifts the binary weights to real w ∈ ℝ^d under the base p₀ = N(0, I):
 //! p_c(w; D) ∝ p₀(w) p_*(sign(w); D). The surrogate ρ(w; D) ∝ p₀(w) p̃(σ̃(w); D) replaces
@@ -56,7 +61,7 @@ pub struct BinMlp {
     pub hidden: usize,
     /// Classes.
     pub classes: usize,
-    /// Softmax temperature s of the logits z = (s/√hidden) W₂ h.
+    /// Softmax temperature s of the logits z_c = s · v₂꜀·h / ‖v₂꜀‖.
     pub out_scale: f64,
 }
 
@@ -69,10 +74,11 @@ enum Pass {
     Relaxed,
 }
 
-/// Activations of one pass over a batch.
+/// Activations of one pass over a batch: mapped weights v, their row norms, the unit rows u.
 struct Forward {
-    v1: Array2<f64>,
-    v2: Array2<f64>,
+    v: [Array2<f64>; 2],
+    norms: [Vec<f64>; 2],
+    u: [Array2<f64>; 2],
     a: Array2<f64>,
     h: Array2<f64>,
     z: Array2<f64>,
@@ -91,6 +97,16 @@ fn log_lik_rows(z: &mut Array2<f64>, y: &[u8]) -> f64 {
     total
 }
 
+/// The weight gradient of a normalised layer from the gradient G_u of its unit rows:
+/// G_v = G_u / ‖v‖, minus (G_u·u) u / ‖v‖ when the norm follows v (`project`).
+fn unnormalise(mut gu: Array2<f64>, u: &Array2<f64>, norms: &[f64], project: bool) -> Array2<f64> {
+    for ((mut g, ur), &n) in gu.rows_mut().into_iter().zip(u.rows()).zip(norms) {
+        let dot = if project { g.dot(&ur) } else { 0.0 };
+        g.zip_mut_with(&ur, |gv, &uv| *gv = (*gv - dot * uv) / n);
+    }
+    gu
+}
+
 impl BinMlp {
     /// A net with softmax temperature 1.
     pub fn new(inputs: usize, hidden: usize, classes: usize) -> BinMlp {
@@ -105,14 +121,27 @@ impl BinMlp {
     fn forward(&self, w: &[f64], x: ArrayView2<f64>, pass: Pass) -> Forward {
         let split = self.hidden * self.inputs;
         let map = |t: f64| if pass == Pass::Binary { sign(t) } else { relax(t) };
-        let v1 = Array2::from_shape_vec((self.hidden, self.inputs), w[..split].iter().map(|&t| map(t)).collect())
-            .expect("W1 has hidden x inputs entries");
-        let v2 = Array2::from_shape_vec((self.classes, self.hidden), w[split..].iter().map(|&t| map(t)).collect())
-            .expect("W2 has classes x hidden entries");
-        let a = x.dot(&v1.t()) * (1.0 / (self.inputs as f64).sqrt());
+        let layer = |rows: usize, cols: usize, ws: &[f64]| {
+            let v = Array2::from_shape_vec((rows, cols), ws.iter().map(|&t| map(t)).collect())
+                .expect("a layer has rows x cols weights");
+            // Binary rows have norm √cols exactly; relaxed rows their own (floored: a row of
+            // exact zeros cannot occur from finite w but must not divide by 0).
+            let norms: Vec<f64> = match pass {
+                Pass::Binary => vec![(cols as f64).sqrt(); rows],
+                Pass::Relaxed => v.rows().into_iter().map(|r| r.dot(&r).sqrt().max(1e-300)).collect(),
+            };
+            let mut u = v.clone();
+            for (mut r, n) in u.rows_mut().into_iter().zip(&norms) {
+                r /= *n;
+            }
+            (v, norms, u)
+        };
+        let (v1, n1, u1) = layer(self.hidden, self.inputs, &w[..split]);
+        let (v2, n2, u2) = layer(self.classes, self.hidden, &w[split..]);
+        let a = x.dot(&u1.t());
         let h = a.mapv(map);
-        let z = h.dot(&v2.t()) * (self.out_scale / (self.hidden as f64).sqrt());
-        Forward { v1, v2, a, h, z }
+        let z = h.dot(&u2.t()) * self.out_scale;
+        Forward { v: [v1, v2], norms: [n1, n2], u: [u1, u2], a, h, z }
     }
 
     /// Σ_b log p_*(y_b | x_b) of the binarised net sign(w) on a batch (rows of `x`).
@@ -121,40 +150,36 @@ impl BinMlp {
         log_lik_rows(&mut f.z, y)
     }
 
-    /// Back-propagates G_z = ∂/∂z through the pass; `gate` is ∂h/∂a as a function of (a, h).
+    /// Back-propagates G_z = ∂/∂z to the mapped weights v (W₁ then W₂, flattened); `gate` is
+    /// ∂h/∂a as a function of (a, h); `project` differentiates the row norms too.
     fn backward(
         &self,
         f: &Forward,
         gz: &Array2<f64>,
         x: ArrayView2<f64>,
         gate: impl Fn(f64, f64) -> f64,
-    ) -> Array2<f64> {
-        let k2 = self.out_scale / (self.hidden as f64).sqrt();
-        let gv2 = gz.t().dot(&f.h) * k2;
-        let mut ga = gz.dot(&f.v2) * k2;
+        project: bool,
+    ) -> Vec<f64> {
+        let gu2 = gz.t().dot(&f.h) * self.out_scale;
+        let mut ga = gz.dot(&f.u[1]) * self.out_scale;
         ndarray::Zip::from(&mut ga).and(&f.a).and(&f.h).for_each(|g, &a, &h| *g *= gate(a, h));
-        let gv1 = ga.t().dot(&x) * (1.0 / (self.inputs as f64).sqrt());
-        let mut out = gv1.into_shape_with_order(self.hidden * self.inputs).expect("contiguous").to_vec();
-        out.extend(gv2.iter());
-        Array2::from_shape_vec((1, out.len()), out).expect("one row")
+        let gu1 = ga.t().dot(&x);
+        let gv1 = unnormalise(gu1, &f.u[0], &f.norms[0], project);
+        let gv2 = unnormalise(gu2, &f.u[1], &f.norms[1], project);
+        gv1.iter().chain(gv2.iter()).copied().collect()
     }
 
-    /// Σ_b log p̃(y_b | x_b) of the surrogate (σ̃ on weights and activations), writing its
-    /// gradient with respect to the real weights w into `grad` (length d).
+    /// Σ_b log p̃(y_b | x_b) of the surrogate (σ̃ on weights and activations, each layer's
+    /// rows divided by their norm), writing its gradient with respect to the real weights w
+    /// into `grad` (length d).
     pub fn surrogate_log_lik_grad(&self, w: &[f64], x: ArrayView2<f64>, y: &[u8], grad: &mut [f64]) -> f64 {
-        let mut f = self.forward(w, x, Pass::Relaxed);
+        let f = self.forward(w, x, Pass::Relaxed);
         let mut gz = f.z.clone();
         let ll = log_lik_rows(&mut gz, y);
-        f.z = gz;
-        // ∂σ̃(a)/∂a = ½(1 − σ̃(a)²).
-        let gv = self.backward(&f, &f.z, x, |_, h| 0.5 * (1.0 - h * h));
-        let split = self.hidden * self.inputs;
-        for (p, (g, gvp)) in grad.iter_mut().zip(gv.iter()).enumerate() {
-            let v = if p < split {
-                f.v1.as_slice().expect("contiguous")[p]
-            } else {
-                f.v2.as_slice().expect("contiguous")[p - split]
-            };
+        // ∂σ̃(a)/∂a = ½(1 − σ̃(a)²), and the same for each weight.
+        let gv = self.backward(&f, &gz, x, |_, h| 0.5 * (1.0 - h * h), true);
+        let vs = f.v[0].iter().chain(f.v[1].iter());
+        for ((g, gvp), v) in grad.iter_mut().zip(&gv).zip(vs) {
             *g = gvp * 0.5 * (1.0 - v * v);
         }
         ll
@@ -163,14 +188,15 @@ impl BinMlp {
     /// The straight-through gradient of Σ_b log p_*(y_b | x_b) (Hubara et al. 2016): the
     /// binarised forward pass; backward, sign(a) passes the gradient where |a| ≤ 1 (the
     /// derivative of hardtanh) and the weight gradient reaches the real latent weights
-    /// unchanged (their clip to [−1, 1] keeps the |w| ≤ 1 gate open). Returns the binarised
-    /// log-likelihood; writes the gradient into `grad`.
+    /// unchanged (their clip to [−1, 1] keeps the |w| ≤ 1 gate open; binary rows have the
+    /// constant norm √fan-in). Returns the binarised log-likelihood; writes the gradient into
+    /// `grad`.
     pub fn ste_log_lik_grad(&self, w: &[f64], x: ArrayView2<f64>, y: &[u8], grad: &mut [f64]) -> f64 {
-        let mut f = self.forward(w, x, Pass::Binary);
-        let mut gz = std::mem::replace(&mut f.z, Array2::zeros((0, 0)));
+        let f = self.forward(w, x, Pass::Binary);
+        let mut gz = f.z.clone();
         let ll = log_lik_rows(&mut gz, y);
-        let gv = self.backward(&f, &gz, x, |a, _| if a.abs() <= 1.0 { 1.0 } else { 0.0 });
-        grad.copy_from_slice(gv.as_slice().expect("contiguous"));
+        let gv = self.backward(&f, &gz, x, |a, _| if a.abs() <= 1.0 { 1.0 } else { 0.0 }, false);
+        grad.copy_from_slice(&gv);
         ll
     }
 
@@ -187,7 +213,9 @@ impl BinMlp {
     }
 }
 
-/// A labelled image set: u8 grey levels, mapped to x = 2·p/255 − 1 ∈ [−1, 1] when batched.
+/// A labelled image set: u8 grey levels, mapped to x = p/255 ∈ [0, 1] when batched (not
+/// centred: a ±1 encoding gives every hidden unit the same large background offset, which the
+/// near-linear relaxed net ignores and the sign of the binarised net does not).
 #[derive(Clone, Copy, Debug)]
 pub struct Images<'a> {
     /// n × dim grey levels, row-major.
@@ -214,7 +242,7 @@ impl Images<'_> {
         let mut x = Array2::zeros((idx.len(), self.dim));
         for (mut row, &i) in x.rows_mut().into_iter().zip(idx) {
             for (o, &p) in row.iter_mut().zip(&self.pixels[i * self.dim..(i + 1) * self.dim]) {
-                *o = 2.0 * p as f64 / 255.0 - 1.0;
+                *o = p as f64 / 255.0;
             }
         }
         (x, idx.iter().map(|&i| self.labels[i]).collect())
@@ -409,18 +437,27 @@ mod tests {
         (net, w, x, y)
     }
 
-    /// The forward pass written as plain loops (independent of the matrix code).
+    /// The forward pass written as plain loops (independent of the matrix code); rows are
+    /// divided by the norm of their mapped weights (√fan-in for ±1 rows).
     fn naive_log_lik(net: &BinMlp, w: &[f64], x: &Array2<f64>, y: &[u8], map: fn(f64) -> f64) -> f64 {
         let (i_n, h_n, c_n) = (net.inputs, net.hidden, net.classes);
+        let row = |off: usize, len: usize| -> (Vec<f64>, f64) {
+            let v: Vec<f64> = w[off..off + len].iter().map(|&t| map(t)).collect();
+            let n = v.iter().map(|t| t * t).sum::<f64>().sqrt();
+            (v, n)
+        };
         let mut total = 0.0;
         for (b, &label) in y.iter().enumerate() {
             let h: Vec<f64> = (0..h_n)
-                .map(|k| map((0..i_n).map(|i| map(w[k * i_n + i]) * x[[b, i]]).sum::<f64>() / (i_n as f64).sqrt()))
+                .map(|k| {
+                    let (v, n) = row(k * i_n, i_n);
+                    map((0..i_n).map(|i| v[i] * x[[b, i]]).sum::<f64>() / n)
+                })
                 .collect();
             let z: Vec<f64> = (0..c_n)
                 .map(|c| {
-                    net.out_scale * (0..h_n).map(|k| map(w[h_n * i_n + c * h_n + k]) * h[k]).sum::<f64>()
-                        / (h_n as f64).sqrt()
+                    let (v, n) = row(h_n * i_n + c * h_n, h_n);
+                    net.out_scale * (0..h_n).map(|k| v[k] * h[k]).sum::<f64>() / n
                 })
                 .collect();
             let lse = z.iter().map(|v| v.exp()).sum::<f64>().ln();
