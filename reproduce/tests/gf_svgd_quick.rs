@@ -116,3 +116,21 @@ fn fig6_quick_writes_its_files_and_is_thread_independent() {
     }
     assert!(s["config"]["stand_in"].as_str().unwrap().contains("MNIST"));
 }
+
+#[test]
+fn fig6_bad_input_is_one_line_exit_2_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in [&["--lr", "0"][..], &["--datasets", "cifar"], &["--sizes", "1"]] {
+        let out = dir.path().join("x");
+        let o = Command::new(env!("CARGO_BIN_EXE_004-fig6"))
+            .args(["--quick", "--out"])
+            .arg(&out)
+            .args(bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+        assert!(!out.exists(), "{bad:?} wrote {}", out.display());
+    }
+}

@@ -78,8 +78,9 @@ fn run(args: Args) -> Result<()> {
     let sizes: Vec<usize> = parse_list(&c.pick(args.sizes.clone(), "2,4,8".into(), "2,3".into()), "sizes")?;
     let (seeds, steps) = (c.pick(args.seeds, 1, 1), c.pick(args.steps, 3000, 40));
     let (batch, hidden) = (c.pick(args.batch, 100, 50), c.pick(args.hidden, 256, 32));
-    if names.is_empty() || sizes.is_empty() || sizes.iter().any(|&n| n < 2) || seeds == 0 || hidden == 0 {
-        bail!("--datasets and --sizes must be non-empty, sizes at least 2, --seeds and --hidden at least 1");
+    let bad_sizes = names.is_empty() || sizes.is_empty() || sizes.iter().any(|&n| n < 2);
+    if bad_sizes || [seeds, hidden, steps, batch].contains(&0) || !(args.lr.is_finite() && args.lr > 0.0) {
+        bail!("--datasets, --sizes non-empty, sizes >= 2, --seeds, --hidden, --steps, --batch >= 1, --lr > 0");
     }
     let cfg = TrainConfig { batch, steps, lr: args.lr };
     let net = BinMlp::new(dlp_data::mnist::PIXELS, hidden, 10);
