@@ -248,7 +248,10 @@ impl PcdTrainer {
         let step = (t + 1) as i32;
         let (c1, c2) = (1.0 - BETA1.powi(step), 1.0 - BETA2.powi(step));
         for (k, (name, var)) in self.model.vars().into_iter().enumerate() {
-            let g = grads.get(var.as_tensor()).ok_or_else(|| TrainError::NoGradient(name.clone()))?;
+            // Detached: the gradient's graph reaches the parameter variables, and the moments
+            // must not chain one iteration's graph to the next (memory would grow without end).
+            let g = grads.get(var.as_tensor()).ok_or_else(|| TrainError::NoGradient(name.clone()))?.detach();
+            let g = &g;
             self.m[k] = ((&self.m[k] * BETA1)? + (g * (1.0 - BETA1))?)?;
             self.v[k] = ((&self.v[k] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?;
             let denom = ((&self.v[k] / c2)?.sqrt()? + EPS)?;
