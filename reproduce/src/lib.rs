@@ -24,6 +24,7 @@ pub mod csv_out;
 pub mod ebm;
 pub mod gf_svgd;
 pub mod gof_power;
+pub mod infill;
 pub mod ising;
 mod meta;
 pub mod nmf;
