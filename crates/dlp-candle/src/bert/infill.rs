@@ -1,12 +1,12 @@
 //! Infilling runs: the chains of one sequence from BERT's all-masked argmax fill, moved by a
-//! registry sampler on the [`InfillTarget`] or by Wang & Cho's scan, and the distinct final
+//! registry sampler on the [`InfillTarget`] or by Wang & Cho's site updates, and the distinct final
 //! fills ranked by the one-pass energy (the paper's "top K by f", App. I.6). Shared by
 //! `dlp infill` and the Table 3 reproduction; the front ends build the sampler (this crate
 //! does not depend on the sampler registry).
 
 use super::Vocab;
 use super::energy::InfillTarget;
-use super::gibbs::gibbs_scan;
+use super::gibbs::gibbs_site;
 use crate::Error;
 use dlp_core::{Observer, RunOptions, Sampler, States, StepContext, StepInfo, chain_rngs, run_chains};
 
@@ -55,7 +55,8 @@ impl Observer for Tally<'_> {
 
 /// Runs `chains` chains of `steps` steps on `target`, all starting from BERT's argmax fill
 /// with every masked slot `[MASK]` ([`InfillTarget::argmax_init`]): `sampler` when given (any
-/// categorical registry sampler), Wang & Cho's scan when `None`. Chain j draws from stream j + 1
+/// categorical registry sampler), Wang & Cho's site update when `None` (one masked slot per
+/// step, in turn). Chain j draws from stream j + 1
 /// of `seed`; the chains run as one batch (one BERT call per evaluation for all chains).
 /// `progress` is told how many chain-steps were done, as they are done.
 pub fn sample_infill(
@@ -97,12 +98,18 @@ pub fn sample_infill(
             })
         }
         None => {
+            // One step = one site (slot t mod |M|, a systematic scan): one BERT call per step
+            // and at most one token changed, the budget of GWG's step; the paper does not say
+            // how far Gibbs moves per step, and a whole scan per step would cost |M| calls.
             let mut xs = x0;
             let mut rngs = chain_rngs(seed, 0, chains);
             let mut changed = Vec::with_capacity(steps);
-            for _ in 0..steps {
-                let info = gibbs_scan(target, &mut xs, &mut rngs, vocab.mask())?;
-                changed.push(info.iter().map(|i| f64::from(i.n_changed)).sum::<f64>() / c);
+            for t in 0..steps {
+                let j = t % d;
+                let before: Vec<u32> = xs.iter().skip(j).step_by(d).copied().collect();
+                gibbs_site(target, &mut xs, &mut rngs, j, vocab.mask())?;
+                let moved = xs.iter().skip(j).step_by(d).zip(&before).filter(|(a, b)| a != b).count();
+                changed.push(moved as f64 / c);
                 progress(chains);
             }
             Ok(InfillRun { states: xs, acceptance: 1.0, changed_per_step: changed })
