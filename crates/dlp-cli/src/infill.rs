@@ -1,8 +1,9 @@
 //! `dlp infill`: fill the masked positions of sequences with a BERT masked language model
 //! (a checkpoint directory: config.json, vocab.txt, model.safetensors or pytorch_model.bin),
 //! by Wang & Cho's site updates (`gibbs`: one masked slot per step, in turn) or a registry
-//! sampler (`gwg`, `dula`, `dmala`) on the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] (main paper App. I.6); or, with
-//! `--score`, print f of given fills.
+//! sampler (`gwg`, `dula`, `dmala`) on the one-pass energy
+//! f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] (main paper App. I.6); or, with `--score`, print
+//! f of given fills.
 //!
 //! Input lines: English text with `[MASK]` tokens (WordPiece or word-level vocabularies), or a
 //! protein sequence with `_` (or `[MASK]`) for masked residues; `[CLS]`/`[SEP]` are added.
