@@ -53,7 +53,7 @@ struct Args {
     samplers: String,
     /// α grid of the DMALA pilot (first 2 sequences, 10 steps): the α with most accepted
     /// token changes per step.
-    #[arg(long, default_value = "0.1,0.3,1,3")]
+    #[arg(long, default_value = "0.1,0.3,1,3,10")]
     alpha_grid: String,
 }
 
