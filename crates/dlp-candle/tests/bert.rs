@@ -265,3 +265,27 @@ fn f32_agrees_with_f64() {
         assert!((a - c).abs() <= 1e-4 * c.abs().max(1.0), "grad {a} vs {c}");
     }
 }
+
+/// Checkpoint weights take the frozen-weight product (input gradient only), trainable ones
+/// candle's matmul: same f and ∂f/∂X (f64, 1e-12).
+#[test]
+fn frozen_and_trainable_weights_give_the_same_energy_gradient() {
+    let cfg = config(30, 16, 2, 2, 32);
+    let w = random_weights(&cfg, 0.3, 51, WeightLayout { gamma_beta: false, tied: false });
+    let frozen = model(&cfg, w.clone(), DType::F64);
+    let varmap = VarMap::new();
+    {
+        let mut data = varmap.data().lock().unwrap();
+        for (k, t) in w {
+            data.insert(k, Var::from_tensor(&t).unwrap());
+        }
+    }
+    let trainable = BertMlm::new(&cfg, VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu)).unwrap();
+    let ids = Tensor::from_vec(random_ids(52, 3, 6, 30), (3, 6), &Device::Cpu).unwrap();
+    let (f1, g1) = frozen.energy_grad(&ids, &[1, 2, 5]).unwrap();
+    let (f2, g2) = trainable.energy_grad(&ids, &[1, 2, 5]).unwrap();
+    let diff = |a: &Tensor, b: &Tensor| (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+    assert!(diff(&f1, &f2) < 1e-12);
+    assert!(diff(&g1, &g2) < 1e-12);
+    assert!(g1.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap() > 0.1);
+}

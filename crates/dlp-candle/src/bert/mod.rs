@@ -127,8 +127,54 @@ impl Linear {
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
-        x.matmul(&self.w.t()?)?.broadcast_add(&self.b)
+        linear(x, &self.w, Some(&self.b))
+    }
+}
+
+/// x·Wᵀ (+ b) for x of shape [N, in]. When W is a plain tensor (a loaded checkpoint, not a
+/// trainable `Var`) on the CPU and x is part of a graph, the product goes through
+/// [`FrozenLinear`]: candle's matmul backward would also compute xᵀ·grad for W, a wasted
+/// product as large as the forward one, taking energy + gradient from ≈ 3.3× to ≈ 2.3× a
+/// forward (measured on AntiBERTy, `examples/bert_bench.rs`). Trainable weights, other
+/// devices and graph-free calls take the plain product.
+fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
+    let frozen = x.track_op() && !w.is_variable() && x.device().is_cpu() && !b.is_some_and(Tensor::is_variable);
+    // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
+    let y = if frozen { x.detach() } else { x.clone() }.matmul(&w.t()?)?;
+    let y = match b {
+        Some(b) => y.broadcast_add(b)?,
+        None => y,
+    };
+    if frozen { x.apply_op1(FrozenLinear { y: y.contiguous()?, w: w.clone() }) } else { Ok(y) }
+}
+
+/// A linear map with frozen weights as a candle op: the forward hands back the product already
+/// computed (graph-free) in `y`; the backward gives the input gradient grad·W only.
+struct FrozenLinear {
+    y: Tensor,
+    w: Tensor,
+}
+
+impl candle_core::CustomOp1 for FrozenLinear {
+    fn name(&self) -> &'static str {
+        "frozen-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &candle_core::CpuStorage,
+        _: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let (storage, layout) = self.y.storage_and_layout();
+        let n = layout.shape().elem_count();
+        match (&*storage, layout.contiguous_offsets()) {
+            (candle_core::Storage::Cpu(c), Some((0, end))) if end == n => Ok((c.clone(), layout.shape().clone())),
+            _ => candle_core::bail!("frozen-linear: the product is not a contiguous CPU tensor"),
+        }
+    }
+
+    fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        Ok(Some(grad.matmul(&self.w)?))
     }
 }
 
@@ -151,6 +197,10 @@ impl LayerNorm {
     }
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        if x.device().is_cpu() && x.is_contiguous() && !self.g.is_variable() && !self.b.is_variable() {
+            let (g, b) = (self.g.to_dtype(DType::F64)?.to_vec1()?, self.b.to_dtype(DType::F64)?.to_vec1()?);
+            return x.apply_op1(FusedLayerNorm { g, b, eps: self.eps });
+        }
         let mean = x.mean_keepdim(D::Minus1)?;
         let xc = x.broadcast_sub(&mean)?;
         let var = xc.sqr()?.mean_keepdim(D::Minus1)?;
@@ -364,11 +414,12 @@ impl BertMlm {
     /// The prediction head on hidden rows [N, H] → logits [N, V].
     pub(crate) fn head(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let t = self.head_ln.forward(&self.act(&self.head_dense.forward(x)?)?)?;
-        t.matmul(&self.dec_w.t()?)?.broadcast_add(&self.dec_b)
+        linear(&t, &self.dec_w, Some(&self.dec_b))
     }
 
     fn act(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match self.cfg.hidden_act {
+            HiddenAct::Gelu if x.device().is_cpu() && x.is_contiguous() => x.apply_op1(GeluErf),
             HiddenAct::Gelu => x.gelu_erf(),
             HiddenAct::GeluApproximate => x.gelu(),
             HiddenAct::Relu => x.relu(),
@@ -434,4 +485,187 @@ pub fn random_weights(cfg: &BertConfig, std: f64, seed: u64, layout: WeightLayou
             (name, Tensor::from_vec(vals, shape, &Device::Cpu).expect("the shape matches the values"))
         })
         .collect()
+}
+
+/// The exact GELU x·Φ(x) as one CPU op with a one-pass backward grad·(Φ(x) + x·φ(x)). Same
+/// values as candle's `gelu_erf`, whose backward builds ~12 elementwise tensors (and uses
+/// 6-digit constants); on the intermediate layer ([tokens, 4H]) that was a visible share of
+/// the energy gradient's cost.
+struct GeluErf;
+
+/// Φ(x) + x·φ(x), the derivative of x·Φ(x), applied elementwise (no backward of its own).
+struct GeluErfDerivative;
+
+fn map_cpu(
+    storage: &candle_core::CpuStorage,
+    layout: &candle_core::Layout,
+    f32_: impl Fn(f32) -> f32,
+    f64_: impl Fn(f64) -> f64,
+) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+    use candle_core::CpuStorage as C;
+    let Some((a, b)) = layout.contiguous_offsets() else {
+        candle_core::bail!("gelu: a contiguous input is needed");
+    };
+    let out = match storage {
+        C::F32(v) => C::F32(v[a..b].iter().map(|&x| f32_(x)).collect()),
+        C::F64(v) => C::F64(v[a..b].iter().map(|&x| f64_(x)).collect()),
+        _ => candle_core::bail!("gelu: f32 or f64 only"),
+    };
+    Ok((out, layout.shape().clone()))
+}
+
+impl candle_core::CustomOp1 for GeluErf {
+    fn name(&self) -> &'static str {
+        "gelu-erf"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::cpu::erf::{erf_f32, erf_f64};
+        // The formulas of candle's `gelu_erf`, so that values are identical.
+        map_cpu(
+            s,
+            l,
+            |v| (erf_f32(v * std::f32::consts::FRAC_1_SQRT_2) + 1.) * 0.5 * v,
+            |v| (erf_f64(v * std::f64::consts::FRAC_1_SQRT_2) + 1.) * 0.5 * v,
+        )
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        Ok(Some(arg.contiguous()?.apply_op1_no_bwd(&GeluErfDerivative)?.mul(grad)?))
+    }
+}
+
+impl candle_core::CustomOp1 for GeluErfDerivative {
+    fn name(&self) -> &'static str {
+        "gelu-erf-derivative"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::cpu::erf::{erf_f32, erf_f64};
+        const INV_SQRT_2PI_32: f32 = 0.398_942_3;
+        const INV_SQRT_2PI_64: f64 = 0.398_942_280_401_432_7;
+        map_cpu(
+            s,
+            l,
+            |v| 0.5 * (1. + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2)) + v * INV_SQRT_2PI_32 * (-0.5 * v * v).exp(),
+            |v| 0.5 * (1. + erf_f64(v * std::f64::consts::FRAC_1_SQRT_2)) + v * INV_SQRT_2PI_64 * (-0.5 * v * v).exp(),
+        )
+    }
+}
+
+/// LayerNorm with frozen gain and bias (a checkpoint's) as one CPU op over rows of the last
+/// dimension, computed in f64, with the input gradient in one pass:
+/// ∂x = (1/σ)·(gγ − mean(gγ) − x̂·mean(gγ·x̂)). The elementary-op LayerNorm (kept for
+/// trainable weights and other devices) builds ~25 tensors in its backward pass.
+struct FusedLayerNorm {
+    g: Vec<f64>,
+    b: Vec<f64>,
+    eps: f64,
+}
+
+/// Rows of a contiguous f32/f64 tensor as f64, and a function turning f64 rows back.
+fn rows_f64(s: &candle_core::CpuStorage, l: &candle_core::Layout) -> candle_core::Result<Vec<f64>> {
+    use candle_core::CpuStorage as C;
+    let Some((a, b)) = l.contiguous_offsets() else {
+        candle_core::bail!("layer norm: a contiguous input is needed");
+    };
+    Ok(match s {
+        C::F32(v) => v[a..b].iter().map(|&x| f64::from(x)).collect(),
+        C::F64(v) => v[a..b].to_vec(),
+        _ => candle_core::bail!("layer norm: f32 or f64 only"),
+    })
+}
+
+fn back_to(like: &candle_core::CpuStorage, v: Vec<f64>) -> candle_core::CpuStorage {
+    match like {
+        candle_core::CpuStorage::F32(_) => candle_core::CpuStorage::F32(v.into_iter().map(|x| x as f32).collect()),
+        _ => candle_core::CpuStorage::F64(v),
+    }
+}
+
+impl FusedLayerNorm {
+    /// x̂ and 1/σ of one row.
+    fn normalise(&self, row: &[f64], xhat: &mut [f64]) -> f64 {
+        let h = row.len() as f64;
+        let mean = row.iter().sum::<f64>() / h;
+        let var = row.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / h;
+        let inv = 1.0 / (var + self.eps).sqrt();
+        for (o, x) in xhat.iter_mut().zip(row) {
+            *o = (x - mean) * inv;
+        }
+        inv
+    }
+}
+
+impl candle_core::CustomOp1 for FusedLayerNorm {
+    fn name(&self) -> &'static str {
+        "fused-layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let x = rows_f64(s, l)?;
+        let h = self.g.len();
+        let mut y = vec![0.0; x.len()];
+        for (row, out) in x.chunks_exact(h).zip(y.chunks_exact_mut(h)) {
+            self.normalise(row, out);
+            for ((o, g), b) in out.iter_mut().zip(&self.g).zip(&self.b) {
+                *o = *o * g + b;
+            }
+        }
+        Ok((back_to(s, y), l.shape().clone()))
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        let back = LayerNormInputGrad { ln: FusedLayerNorm { g: self.g.clone(), b: self.b.clone(), eps: self.eps } };
+        Ok(Some(arg.contiguous()?.apply_op2_no_bwd(&grad.contiguous()?, &back)?))
+    }
+}
+
+/// ∂x of [`FusedLayerNorm`] from (x, ∂y).
+struct LayerNormInputGrad {
+    ln: FusedLayerNorm,
+}
+
+impl candle_core::CustomOp2 for LayerNormInputGrad {
+    fn name(&self) -> &'static str {
+        "fused-layer-norm-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle_core::CpuStorage,
+        l1: &candle_core::Layout,
+        s2: &candle_core::CpuStorage,
+        l2: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let (x, dy) = (rows_f64(s1, l1)?, rows_f64(s2, l2)?);
+        let h = self.ln.g.len();
+        let mut dx = vec![0.0; x.len()];
+        let mut xhat = vec![0.0; h];
+        let mut gg = vec![0.0; h];
+        for ((row, d), out) in x.chunks_exact(h).zip(dy.chunks_exact(h)).zip(dx.chunks_exact_mut(h)) {
+            let inv = self.ln.normalise(row, &mut xhat);
+            for ((o, a), g) in gg.iter_mut().zip(d).zip(&self.ln.g) {
+                *o = a * g;
+            }
+            let m1 = gg.iter().sum::<f64>() / h as f64;
+            let m2 = gg.iter().zip(&xhat).map(|(a, b)| a * b).sum::<f64>() / h as f64;
+            for ((o, a), xh) in out.iter_mut().zip(&gg).zip(&xhat) {
+                *o = inv * (a - m1 - xh * m2);
+            }
+        }
+        Ok((back_to(s1, dx), l1.shape().clone()))
+    }
 }
