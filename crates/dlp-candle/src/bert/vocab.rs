@@ -42,6 +42,9 @@ pub struct Vocab {
     index: HashMap<String, u32>,
     special: Vec<bool>,
     kind: VocabKind,
+    /// The WordPiece model of a [`VocabKind::WordPiece`] vocabulary, and whether it is uncased
+    /// (no upper-case letter in any token: input is lower-cased first).
+    wordpiece: Option<(std::sync::Arc<tokenizers::models::wordpiece::WordPiece>, bool)>,
 }
 
 /// True for a token written `[…]` (`[PAD]`, `[MASK]`, `[unused0]`, …): never proposed.
@@ -77,7 +80,19 @@ impl Vocab {
         } else {
             VocabKind::Word
         };
-        Ok(Vocab { tokens, index, special, kind })
+        let wordpiece = match kind {
+            VocabKind::WordPiece => {
+                use tokenizers::models::wordpiece::WordPiece;
+                let text = tokens.join("\n");
+                let built = WordPiece::read_bytes(text.as_bytes())
+                    .and_then(|v| WordPiece::builder().vocab(v).unk_token("[UNK]".into()).build())
+                    .map_err(|e| Error::Checkpoint(format!("WordPiece vocabulary: {e}")))?;
+                let uncased = !tokens.iter().any(|t| !bracketed(t) && t.chars().any(char::is_uppercase));
+                Some((std::sync::Arc::new(built), uncased))
+            }
+            _ => None,
+        };
+        Ok(Vocab { tokens, index, special, kind, wordpiece })
     }
 
     /// Number of tokens V.
@@ -309,13 +324,99 @@ fn split_with_columns(line: &str) -> Vec<(usize, &str)> {
 }
 
 mod wordpiece {
-    //! WordPiece through the `tokenizers` crate (BERT's normaliser-free pre-tokeniser: split on
-    //! whitespace and punctuation; then greedy longest-match pieces).
+    //! WordPiece: BERT's basic split (whitespace, then every punctuation character its own
+    //! word; lower-casing for uncased vocabularies), then the `tokenizers` crate's greedy
+    //! longest-match WordPiece per word. Accents are not stripped.
     use super::Vocab;
+    use tokenizers::Model;
 
-    /// The ids of `text` (no `[MASK]` inside); `Err(piece)` names the first piece that has no
-    /// token (the model maps it to `[UNK]`, which we refuse).
+    /// The ids of `text` (no `[MASK]` inside); `Err(word)` names the first word that has no
+    /// WordPiece split (the model would map it to `[UNK]`, which we refuse).
     pub(super) fn encode(vocab: &Vocab, text: &str) -> Result<Vec<u32>, String> {
-        Err(format!("{text} (WordPiece is not built yet: {} tokens)", vocab.len()))
+        let Some((wp, uncased)) = &vocab.wordpiece else {
+            return Err(text.to_string());
+        };
+        let text = if *uncased { text.to_lowercase() } else { text.to_string() };
+        let mut words: Vec<String> = Vec::new();
+        let mut cur = String::new();
+        for c in text.chars() {
+            if c.is_whitespace() || c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace()) {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                if !c.is_whitespace() {
+                    words.push(c.to_string());
+                }
+            } else {
+                cur.push(c);
+            }
+        }
+        if !cur.is_empty() {
+            words.push(cur);
+        }
+        let unk = vocab.unk();
+        let mut ids = Vec::new();
+        for w in words {
+            let toks = wp.tokenize(&w).map_err(|_| w.clone())?;
+            if toks.iter().any(|t| Some(t.id) == unk) {
+                return Err(w);
+            }
+            ids.extend(toks.iter().map(|t| t.id));
+        }
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab(extra: &[&str]) -> Vocab {
+        let mut t: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].iter().map(|s| s.to_string()).collect();
+        t.extend(extra.iter().map(|s| s.to_string()));
+        Vocab::from_tokens(t).unwrap()
+    }
+
+    #[test]
+    fn wordpiece_splits_words_and_punctuation_and_refuses_unknown_words() {
+        let v = vocab(&["the", "whale", "play", "##ing", "##ed", ",", ".", "sea"]);
+        assert_eq!(v.kind(), VocabKind::WordPiece);
+        let t = |s: &str| v.id(s).unwrap();
+        let got = v.encode("The whale playing, [MASK] played.").unwrap();
+        let want = vec![
+            Piece::Token(t("the")),
+            Piece::Token(t("whale")),
+            Piece::Token(t("play")),
+            Piece::Token(t("##ing")),
+            Piece::Token(t(",")),
+            Piece::Mask,
+            Piece::Token(t("play")),
+            Piece::Token(t("##ed")),
+            Piece::Token(t(".")),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(v.decode(&[t("play"), t("##ing"), t("sea")]), "playing sea");
+        let e = v.encode("the kraken").unwrap_err().to_string();
+        assert!(e.contains("\"kraken\""), "{e}");
+        assert_eq!(v.allowed().len(), 8);
+        assert!(v.is_special(v.mask()) && !v.is_special(t("sea")));
+    }
+
+    #[test]
+    fn protein_and_word_vocabularies() {
+        let p = vocab(&["A", "C", "G"]);
+        assert_eq!(p.kind(), VocabKind::Protein);
+        let (ids, masked) = p.masked_sequence("AC_G[MASK]").unwrap();
+        assert_eq!(masked, [3, 5]);
+        assert_eq!(ids, [2, 5, 6, 4, 7, 4, 3]);
+        assert!(p.masked_sequence("ACG").unwrap_err().to_string().contains("no masked position"));
+        assert!(p.encode("ACX").unwrap_err().to_string().contains("\"X\" at character 3"));
+        let w = vocab(&["the", "sea", "."]);
+        assert_eq!(w.kind(), VocabKind::Word);
+        assert_eq!(
+            w.encode("The [MASK] sea.").unwrap(),
+            [Piece::Token(5), Piece::Mask, Piece::Token(6), Piece::Token(7)]
+        );
+        assert!(w.encode("the ocean").is_err());
     }
 }
