@@ -128,3 +128,30 @@ data name:
 train-mlm *args:
     cargo build --release --quiet -p dlp-reproduce --bin train-mlm
     "${CARGO_TARGET_DIR:-target}/release/train-mlm" "$@"
+
+# `just build-cuda`: `dlp` with the `cuda` feature (`dlp infill --device cuda`), in target/cuda
+# so that it never invalidates the CPU build, with NVIDIA's CUDA 13.0 wheels from PyPI
+# (scripts/cuda_toolchain.sh: venv, linker names, stub libcuda.so). First build ≈ 18 min on
+# 2 cores; CUDA_COMPUTE_CAP defaults to 90 (H100/H200). Never in CI.
+# Build dlp with the cuda feature into target/cuda (needs the PyPI CUDA wheels; never in CI)
+build-cuda:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    eval "$(scripts/cuda_toolchain.sh)"
+    CARGO_TARGET_DIR=target/cuda cargo build --release -p dlp-cli --features cuda
+    echo "built target/cuda/release/dlp (cuda feature, sm_${CUDA_COMPUTE_CAP})"
+
+# `just check-cuda`: build-cuda, then dlp-candle's tests with the `cuda` feature (CPU vs CUDA
+# logits and gradients of the BERT energy to 1e-4, besides the CPU tests): run when a GPU is
+# visible, only compiled otherwise. Never in CI.
+# Build and test the cuda feature (tests run only where a GPU is visible; never in CI)
+check-cuda: build-cuda
+    #!/usr/bin/env bash
+    set -euo pipefail
+    eval "$(scripts/cuda_toolchain.sh)"
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-candle --features cuda
+    else
+        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-candle --features cuda --no-run
+        echo "no GPU visible: the CUDA tests were compiled, not run"
+    fi
