@@ -202,7 +202,17 @@ impl BinMlp {
 
     /// softmax(z) of the binarised net sign(w) for every row of `x` (rows × classes).
     pub fn predict_proba(&self, w: &[f64], x: ArrayView2<f64>) -> Array2<f64> {
-        let mut z = self.forward(w, x, Pass::Binary).z;
+        self.predict_proba_pass(w, x, Pass::Binary)
+    }
+
+    /// softmax(z) of the relaxed surrogate net (σ̃ on weights and activations): a diagnostic of
+    /// how far the net GF-SVGD trains is from the binarised one that is evaluated.
+    pub fn predict_proba_relaxed(&self, w: &[f64], x: ArrayView2<f64>) -> Array2<f64> {
+        self.predict_proba_pass(w, x, Pass::Relaxed)
+    }
+
+    fn predict_proba_pass(&self, w: &[f64], x: ArrayView2<f64>, pass: Pass) -> Array2<f64> {
+        let mut z = self.forward(w, x, pass).z;
         for mut row in z.rows_mut() {
             let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             row.mapv_inplace(|v| (v - mx).exp());
@@ -399,6 +409,15 @@ pub fn train_gf_svgd(
 /// sign(w) for w in `members` (one member: the net alone). Items in chunks of 1000, in
 /// parallel; ties go to the lowest class.
 pub fn ensemble_accuracy(net: &BinMlp, members: &[&[f64]], data: &Images) -> f64 {
+    accuracy_of(net, members, data, false)
+}
+
+/// Test accuracy of the relaxed surrogate net of `w` (see [`BinMlp::predict_proba_relaxed`]).
+pub fn surrogate_accuracy(net: &BinMlp, w: &[f64], data: &Images) -> f64 {
+    accuracy_of(net, &[w], data, true)
+}
+
+fn accuracy_of(net: &BinMlp, members: &[&[f64]], data: &Images, relaxed: bool) -> f64 {
     let idx: Vec<usize> = (0..data.len()).collect();
     let correct: usize = idx
         .par_chunks(1000)
@@ -406,7 +425,7 @@ pub fn ensemble_accuracy(net: &BinMlp, members: &[&[f64]], data: &Images) -> f64
             let (x, y) = data.batch(chunk);
             let mut p = Array2::<f64>::zeros((chunk.len(), net.classes));
             for w in members {
-                p += &net.predict_proba(w, x.view());
+                p += &if relaxed { net.predict_proba_relaxed(w, x.view()) } else { net.predict_proba(w, x.view()) };
             }
             p.axis_iter(Axis(0))
                 .zip(&y)
@@ -475,9 +494,15 @@ mod tests {
         assert!((ll - naive_log_lik(&net, &w, &x, &y, relax)).abs() < 1e-12);
         assert!((relax(0.7) - (2.0 / (1.0 + (-0.7f64).exp()) - 1.0)).abs() < 1e-15);
         assert_eq!((sign(0.0), sign(-1e-300)), (1.0, -1.0));
-        // Softmax rows sum to one.
-        let p = net.predict_proba(&w, x.view());
-        assert!(p.rows().into_iter().all(|r| (r.sum() - 1.0).abs() < 1e-12));
+        // Softmax rows sum to one, and give back each pass's log-likelihood.
+        for (p, want) in [
+            (net.predict_proba(&w, x.view()), net.log_lik(&w, x.view(), &y)),
+            (net.predict_proba_relaxed(&w, x.view()), ll),
+        ] {
+            assert!(p.rows().into_iter().all(|r| (r.sum() - 1.0).abs() < 1e-12));
+            let got: f64 = y.iter().enumerate().map(|(b, &c)| p[[b, c as usize]].ln()).sum();
+            assert!((got - want).abs() < 1e-10, "{got} vs {want}");
+        }
     }
 
     /// The hand-derived surrogate gradient against central differences of the loop transcription
