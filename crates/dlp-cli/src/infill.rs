@@ -55,7 +55,7 @@ pub struct Args {
     /// Chains per input line.
     #[arg(long, default_value_t = 25)]
     pub chains: usize,
-    /// Steps per chain (a Wang & Cho step is a scan over all masked slots).
+    /// Steps per chain (a Wang & Cho step redraws one masked slot, in turn).
     #[arg(long, default_value_t = 50)]
     pub steps: usize,
     /// Keep the K distinct final fills with the highest f.
