@@ -93,7 +93,8 @@ impl Protocol {
         }
     }
 
-    /// The reduced protocol of this machine (2 shared CPU cores; ≈ 30 min per cell,
+    /// The reduced protocol of this machine (2 CPU cores; sized from the benchmark for ≈ 30 min
+    /// per cell unloaded — not measured: shared at load 15–20, 200 iterations took 32 min;
     /// `paper/table1.md`): ResNet-16 with 2 + 2 blocks, 600 iterations of 10 steps on batches
     /// of 32, buffer 1,000, lr 1e-3 warmed up over 60 (a higher rate because ~80× fewer
     /// optimiser steps are taken), EMA 0.99 (a 100-step horizon instead of 1,000, for the same

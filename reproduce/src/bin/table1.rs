@@ -5,7 +5,8 @@
 //! `--scale paper`: the spec's protocol (ResNet-64, 50,000 iterations, buffer 10,000, 40 steps,
 //! batch 100, lr 1e-4 warmed up over 10,000, EMA 0.999, final AIS 300,000 temperatures × 500
 //! chains): GPU hours. `--scale cpu` (default): reduced so that one (data set, sampler) cell
-//! trains and evaluates in about half an hour on 2 cores; every reduction is listed in
+//! trains and evaluates in about half an hour on 2 idle cores (an estimate from the benchmark;
+//! on the shared machine 200 iterations took 32 min); every reduction is listed in
 //! `dlp_reproduce::ebm::Protocol::cpu` and `paper/table1.md`: ResNet-16 with 2 + 2 blocks, 600
 //! iterations of 10 steps on batches of 32, buffer 1,000, lr 1e-3 (warm-up 60), EMA 0.99,
 //! validation AIS 200 × 32 every 300 iterations, final AIS 1,000 temperatures × 50 chains.
