@@ -16,8 +16,7 @@
 //! state is saved: a checkpoint ([`MlmTrainer::save_checkpoint`], one safetensors file written
 //! atomically) holds the weights, AdamW's moments, the step and the seed, and
 //! [`MlmTrainer::resume`] continues the same run (tested: equal to an uninterrupted run).
-//! AdamW is written out (a few tensor lines) rather than `candle_nn::AdamW` because the
-//! checkpoint must hold the moment estimates, which candle-nn keeps private.
+//! AdamW is [`crate::train::Adam`] (the moments live in the checkpoint).
 
 use crate::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
 use candle_core::{DType, Device, Tensor, Var};
@@ -28,39 +27,8 @@ use rand::seq::index::sample;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Errors of MLM training and checkpoints, each one line.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    /// A configuration or data value out of range.
-    #[error("{0}")]
-    Param(String),
-    /// candle failed.
-    #[error("candle: {0}")]
-    Candle(String),
-    /// A parameter got no gradient from the loss (an op on the way detaches).
-    #[error("parameter {0} received no gradient from the training loss")]
-    NoGradient(String),
-    /// A checkpoint could not be written or read, or belongs to another run.
-    #[error("checkpoint {path}: {message}")]
-    Checkpoint {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl From<candle_core::Error> for TrainError {
-    fn from(e: candle_core::Error) -> Self {
-        TrainError::Candle(crate::candle_message(&e))
-    }
-}
-
-impl From<crate::Error> for TrainError {
-    fn from(e: crate::Error) -> Self {
-        TrainError::Param(e.to_string())
-    }
-}
+pub use crate::train::TrainError;
+use crate::train::{Adam, save_safetensors_atomic};
 
 /// Label of the per-step batch seeds (`derive_seed(seed, [STEP, t])`).
 const STEP: u64 = 0x31A;
@@ -324,15 +292,9 @@ impl MlmTrainer {
         let value = loss.to_scalar::<f32>()? as f64;
         let grads = loss.backward()?;
         let lr = self.tc.lr_at(t);
-        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
-        let (c1, c2) = (1.0 - b1.powi(t as i32 + 1), 1.0 - b2.powi(t as i32 + 1));
         for (name, var, m, v) in self.params.iter_mut() {
             let g = grads.get(var).ok_or_else(|| TrainError::NoGradient(name.clone()))?;
-            *m = ((&*m * b1)? + (g * (1.0 - b1))?)?;
-            *v = ((&*v * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-            let update = ((&*m / c1)? / ((&*v / c2)?.sqrt()? + eps)?)?;
-            let decayed = (var.as_tensor() * (1.0 - lr * self.tc.weight_decay))?;
-            var.set(&(decayed - (update * lr)?)?)?;
+            Adam::default().step(var, g, m, v, t, lr, self.tc.weight_decay)?;
         }
         self.step += 1;
         Ok(value)
@@ -345,7 +307,7 @@ impl MlmTrainer {
 
     /// Writes `model.safetensors` (the weights, `bert.md` §3 names) to `path` atomically.
     pub fn save_weights(&self, path: &Path) -> Result<(), TrainError> {
-        write_atomic(path, &self.weights())
+        save_safetensors_atomic(path, &self.weights())
     }
 
     /// Writes the checkpoint (weights, moments, step, seed) to `path` atomically.
@@ -358,7 +320,7 @@ impl MlmTrainer {
         }
         let meta = [self.step as u32, (self.tc.seed >> 32) as u32, self.tc.seed as u32];
         map.insert("meta.step_seed".into(), Tensor::new(&meta, &Device::Cpu)?);
-        write_atomic(path, &map)
+        save_safetensors_atomic(path, &map)
     }
 
     /// Continues the run saved at `path` (same config and training config, the seed checked).
@@ -382,16 +344,6 @@ impl MlmTrainer {
         }
         Self::from_tensors(cfg, tc, device, tensors, meta[0] as usize).map_err(|e| bad(e.to_string()))
     }
-}
-
-/// safetensors to `path.tmp`, then renamed over `path`.
-fn write_atomic(path: &Path, map: &HashMap<String, Tensor>) -> Result<(), TrainError> {
-    let tmp = path.with_extension("safetensors.tmp");
-    let fail = |m: String| TrainError::Checkpoint { path: path.display().to_string(), message: m };
-    let cpu: HashMap<String, Tensor> =
-        map.iter().map(|(k, t)| Ok((k.clone(), t.to_device(&Device::Cpu)?))).collect::<Result<_, TrainError>>()?;
-    candle_core::safetensors::save(&cpu, &tmp).map_err(|e| fail(crate::candle_message(&e)))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
 }
 
 #[cfg(test)]

@@ -13,8 +13,7 @@
 //! and [`PcdTrainer::resume`] continues the same run (tested: bitwise equal to an uninterrupted
 //! run).
 //!
-//! Adam is written out here (ten tensor lines) rather than `candle_nn::AdamW`, because the
-//! checkpoint must hold the moment estimates and AdamW keeps them private.
+//! Adam is [`crate::train::Adam`] (the moments live in the checkpoint).
 
 use crate::ebm::{Params, ResNetConfig, ResNetEbm};
 use candle_core::{DType, Device, Tensor};
@@ -29,42 +28,8 @@ const ITERATION: u64 = 0xEB0;
 /// Label of the buffer's initial draw.
 const BUFFER: u64 = 0xEB1;
 
-/// Errors of training and checkpoints, each one line.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    /// A configuration or data value out of range.
-    #[error("{0}")]
-    Param(String),
-    /// candle failed.
-    #[error("candle: {0}")]
-    Candle(String),
-    /// The sampler failed (construction or evaluation).
-    #[error("sampler: {0}")]
-    Sampler(String),
-    /// A parameter got no gradient from the loss (an op on the way detaches).
-    #[error("parameter {0} received no gradient from the training loss")]
-    NoGradient(String),
-    /// A checkpoint could not be written or read, or belongs to another run.
-    #[error("checkpoint {path}: {message}")]
-    Checkpoint {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl From<candle_core::Error> for TrainError {
-    fn from(e: candle_core::Error) -> Self {
-        TrainError::Candle(crate::candle_message(&e))
-    }
-}
-
-impl From<crate::Error> for TrainError {
-    fn from(e: crate::Error) -> Self {
-        TrainError::Param(e.to_string())
-    }
-}
+pub use crate::train::TrainError;
+use crate::train::{Adam, save_safetensors_atomic};
 
 /// Hyper-parameters of a PCD run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -155,10 +120,6 @@ pub struct PcdTrainer {
     iteration: usize,
 }
 
-const BETA1: f64 = 0.9;
-const BETA2: f64 = 0.999;
-const EPS: f64 = 1e-8;
-
 impl PcdTrainer {
     /// A fresh run: the model as given (its initial weights), EMA = those weights, zero Adam
     /// moments, the buffer drawn from Bernoulli(μ).
@@ -245,18 +206,9 @@ impl PcdTrainer {
         let loss = (&fs - &fd)?;
         let grads = loss.backward()?;
         let lr = cfg.lr_at(t);
-        let step = (t + 1) as i32;
-        let (c1, c2) = (1.0 - BETA1.powi(step), 1.0 - BETA2.powi(step));
         for (k, (name, var)) in self.model.vars().into_iter().enumerate() {
-            // Detached: the gradient's graph reaches the parameter variables, and the moments
-            // must not chain one iteration's graph to the next (memory would grow without end).
-            let g = grads.get(var.as_tensor()).ok_or_else(|| TrainError::NoGradient(name.clone()))?.detach();
-            let g = &g;
-            self.m[k] = ((&self.m[k] * BETA1)? + (g * (1.0 - BETA1))?)?;
-            self.v[k] = ((&self.v[k] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?;
-            let denom = ((&self.v[k] / c2)?.sqrt()? + EPS)?;
-            let update = ((&self.m[k] / c1)? / denom)?;
-            var.set(&(var.as_tensor() - (update * lr)?)?)?;
+            let g = grads.get(var.as_tensor()).ok_or_else(|| TrainError::NoGradient(name.clone()))?;
+            Adam::default().step(&var, g, &mut self.m[k], &mut self.v[k], t, lr, 0.0)?;
             self.ema[k] = ((&self.ema[k] * cfg.ema_decay)? + (var.as_tensor().detach() * (1.0 - cfg.ema_decay))?)?;
         }
         self.iteration += 1;
@@ -274,7 +226,6 @@ impl PcdTrainer {
     /// Writes the whole state to `path` (safetensors; a temporary file renamed into place, so
     /// an interruption leaves the previous checkpoint intact).
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
-        let ck = |e: String| TrainError::Checkpoint { path: path.display().to_string(), message: e };
         let mut map = HashMap::new();
         let names: Vec<String> = self.model.vars().into_iter().map(|(n, _)| n).collect();
         for (k, (name, var)) in self.model.vars().into_iter().enumerate() {
@@ -299,9 +250,7 @@ impl PcdTrainer {
             )?,
         );
         map.insert("meta/floats".into(), Tensor::from_vec(meta_floats(&self.cfg, self.model.mu()), 3 + d, &dev)?);
-        let tmp = path.with_extension("safetensors.tmp");
-        candle_core::safetensors::save(&map, &tmp).map_err(|e| ck(crate::candle_message(&e)))?;
-        std::fs::rename(&tmp, path).map_err(|e| ck(e.to_string()))
+        save_safetensors_atomic(path, &map)
     }
 
     /// Continues the run saved at `path`, which must have been written by a run with the same

@@ -44,6 +44,7 @@ pub mod ksd;
 pub mod mixture;
 mod potts;
 mod rbm;
+pub mod train;
 
 pub use candle_core;
 pub use candle_core::Device;
