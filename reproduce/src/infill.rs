@@ -1,4 +1,4 @@
-//! The infilling protocol of the main paper's Table 3 (§5.3 and App. I.6; `reproduction.md`
+//! The infilling protocol of the main paper's Table 3 (§7.5 and App. I.6; `reproduction.md`
 //! §3.7): sequences with 25 % of their tokens masked at random, 25 chains of 50 steps per
 //! sequence and sampler, the top 5 chains by the one-pass energy f, and the diversity and
 //! quality metrics of [`dlp_text::metrics`] over those generations.

@@ -1,5 +1,5 @@
 //! Annealed importance sampling (AIS, Neal 2001) for log Z of π ∝ exp(f): the evaluation of
-//! the deep EBMs of the main paper (§5.3, Table 1; `reproduction.md` §3.5), and `dlp logz`.
+//! the deep EBMs of the main paper (§7.3, Table 1; `reproduction.md` §3.5), and `dlp logz`.
 //!
 //! The path is log γ_β(x) = β f(x) + (1 − β) log q(x) from a normalised product base q
 //! ([`ProductBase`]: Bernoulli(μ) for the EBMs, uniform otherwise) to the target, with

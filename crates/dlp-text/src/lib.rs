@@ -1,5 +1,5 @@
 //! dlp-text: the text side of the masked-language-model infilling experiment (main paper
-//! §5.3, Table 3), kept apart from the tensor code so that it builds in seconds.
+//! §7.5, Table 3), kept apart from the tensor code so that it builds in seconds.
 //!
 //! * [`metrics`]: BLEU, Self-BLEU, unique n-grams, corpus BLEU and recovery, written once and
 //!   checked against NLTK and sacrebleu.

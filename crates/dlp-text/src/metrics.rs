@@ -1,4 +1,4 @@
-//! Text-generation metrics of the infilling experiment (main paper §5.3 / Table 3, after
+//! Text-generation metrics of the infilling experiment (main paper §7.5 / Table 3, after
 //! Wang & Cho 2019 and Texygen): BLEU, Self-BLEU, unique n-grams, corpus BLEU, recovery.
 //!
 //! Definitions, chosen to match the code the Table 3 layout comes from (Wang & Cho's

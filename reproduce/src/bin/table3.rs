@@ -1,4 +1,4 @@
-//! Table 3 of the main paper (§5.3, App. I.6): infilling masked positions with Gibbs (Wang &
+//! Table 3 of the main paper (§7.5, App. I.6): infilling masked positions with Gibbs (Wang &
 //! Cho's per-position resampling), GWG, DULA and DMALA; Self-BLEU, unique n-grams, corpus
 //! BLEU and (ours) recovery of the true tokens over the top 5 of 25 chains by f
 //! (`reproduction.md` §3.7).

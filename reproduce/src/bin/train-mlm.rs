@@ -1,4 +1,4 @@
-//! `just train-mlm`: trains the English stand-in of the infilling experiment (main paper §5.3,
+//! `just train-mlm`: trains the English stand-in of the infilling experiment (main paper §7.5,
 //! Table 3): a 1.5 M-parameter word-level MLM trained on Moby Dick, a stand-in for BERT — never
 //! reported as BERT. Recipe `bert.md` §6 (`dlp_candle::bert_train`): L = 2, H = 128, 2 heads,
 //! I = 512, 64 positions, vocabulary 4,096 (5 specials + the most frequent words of chapters

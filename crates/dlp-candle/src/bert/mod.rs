@@ -1,5 +1,5 @@
 //! A BERT masked language model on candle whose every op backpropagates, its one-pass infilling
-//! energy and the samplers' target over the masked slots (main paper §5.3 / App. I.6, Table 3).
+//! energy and the samplers' target over the masked slots (main paper §7.5 / App. I.6, Table 3).
 //!
 //! Why a forward of our own and not candle-transformers' `BertForMaskedLM`: candle-nn's fused
 //! `LayerNorm` (and `softmax_last_dim`) silently detach gradients and have no f64 kernel, so an
