@@ -297,8 +297,17 @@ pub fn moby(dir: &std::path::Path, name: &str, n: usize, seed: u64) -> Result<Mo
     let lines: Vec<String> =
         dlp_text::corpus::pick_sentences(&held, &words, n, (10, 30), seed).into_iter().map(|s| s.join(" ")).collect();
     let train: Vec<&str> = book.train_tokens().collect();
-    let corpus =
-        dlp_text::corpus::sentences(&train).iter().filter_map(|s| encode_plain(&vocab, &s.join(" ")).ok()).collect();
+    // Every training sentence; a word the vocabulary lacks becomes [UNK] (word-level
+    // vocabularies) so that the sentence's other n-grams still count. WordPiece checkpoints
+    // tokenise the sentence (one that does not tokenise is skipped).
+    let unk = vocab.unk();
+    let corpus = dlp_text::corpus::sentences(&train)
+        .iter()
+        .filter_map(|s| match (vocab.kind(), unk) {
+            (dlp_candle::bert::VocabKind::Word, Some(u)) => Some(s.iter().map(|w| vocab.id(w).unwrap_or(u)).collect()),
+            _ => encode_plain(&vocab, &s.join(" ")).ok(),
+        })
+        .collect();
     Ok(Model {
         name: name.into(),
         description: if stand_in {
