@@ -160,7 +160,9 @@ pub fn run_cell(
     let start = std::time::Instant::now();
     let allowed = model.vocab.allowed();
     let (mut gens, mut energies) = (Vec::new(), Vec::new());
-    let (mut acc, mut changed, mut hits, mut total) = (0.0, 0.0, 0usize, 0usize);
+    let (mut acc, mut changed) = (0.0, 0.0);
+    // Kept fills and true tokens at the masked positions, pooled for one recovery value.
+    let (mut got, mut want) = (Vec::new(), Vec::new());
     let mut curve = vec![0.0; proto.steps];
     for (i, ex) in examples.iter().enumerate() {
         let target = InfillTarget::new(model.bert.clone(), ex.ids.clone(), ex.masked.clone(), allowed.clone())?;
@@ -172,10 +174,8 @@ pub fn run_cell(
         order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(a.cmp(&b)));
         order.truncate(proto.top);
         for &j in &order {
-            let got: Vec<u32> = ex.masked.iter().map(|&p| fills[j][p]).collect();
-            let want: Vec<u32> = ex.masked.iter().map(|&p| ex.truth[p]).collect();
-            hits += (recovery(&got, &want).unwrap_or(0.0) * got.len() as f64).round() as usize;
-            total += got.len();
+            got.extend(ex.masked.iter().map(|&p| fills[j][p]));
+            want.extend(ex.masked.iter().map(|&p| ex.truth[p]));
         }
         gens.push(order.iter().map(|&j| strip(&model.vocab, &fills[j])).collect());
         energies.push(order.iter().map(|&j| f[j]).collect());
@@ -193,7 +193,7 @@ pub fn run_cell(
         acceptance: acc / n,
         changed_per_step: changed / n,
         changed_curve: curve,
-        recovery: if total > 0 { hits as f64 / total as f64 } else { f64::NAN },
+        recovery: recovery(&got, &want).unwrap_or(f64::NAN),
         seconds: start.elapsed().as_secs_f64(),
     })
 }
@@ -235,16 +235,12 @@ pub fn tune_step_size(
 ) -> Result<(f64, Vec<(f64, f64)>)> {
     let mut tried = Vec::new();
     for &a in grid {
-        let s = dlp_reproduce_sampler("dmala", Some(a))?;
+        let s = crate::SamplerSpec::new("dmala", Some(a)).build()?;
         let cell = run_cell(model, examples, "pilot", Some(s.as_ref()), proto, seed, &|_| {})?;
         tried.push((a, cell.changed_per_step));
     }
     let best = tried.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1)).map(|t| t.0).context("empty α grid")?;
     Ok((best, tried))
-}
-
-fn dlp_reproduce_sampler(name: &str, alpha: Option<f64>) -> Result<Box<dyn Sampler>> {
-    Ok(crate::SamplerSpec::new(name, alpha).build()?)
 }
 
 /// Where `just data antiberty` puts AntiBERTy.
