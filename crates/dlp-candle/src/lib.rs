@@ -7,6 +7,8 @@
 //! * [`TensorPotts`]: Potts model (the convention of [`dlp_models::PottsModel`]: gradient with
 //!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
+//! * [`binary_nn`]: the Bayesian binary neural network of paper 001 §6.2 (a continuous target on
+//!   (−1, 1)^d with a minibatch gradient by autograd, and its binarised prediction).
 //! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
 //!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
 //!   product and semi-implicit mixture models of paper 003 with their reference target.
@@ -38,6 +40,7 @@
 
 pub mod bert;
 pub mod bert_train;
+pub mod binary_nn;
 pub mod ebm;
 pub mod ebm_train;
 pub mod ksd;
