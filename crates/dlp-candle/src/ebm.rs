@@ -14,7 +14,8 @@
 //! seeded dlp stream, never candle's unseeded RNG. As a [`dlp_core::Target`] (through
 //! [`TensorModel`]) the model evaluates f and ∇_x f of the whole batch of chains in one
 //! forward/backward, with the parameters detached so that sampling does not accumulate
-//! parameter gradients.
+//! parameter gradients; on the CPU its convolutions then skip the kernel gradient candle's
+//! backward would otherwise compute (`frozen.rs`).
 
 use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
@@ -251,7 +252,8 @@ impl ResNetEbm {
         let conv = |x: &Tensor, name: &str, stride: usize, padding: usize| -> candle_core::Result<Tensor> {
             let w = &p[format!("{name}.weight").as_str()];
             let b = &p[format!("{name}.bias").as_str()];
-            x.conv2d(w, padding, stride, 1, 1)?.broadcast_add(&b.reshape((1, (), 1, 1))?)
+            // With detached parameters (sampling) the backward skips the kernel gradient.
+            crate::frozen::conv2d(x, w, Some(b), stride, padding)
         };
         let n = x.dim(0)?;
         let cfg = &self.config;
@@ -264,7 +266,7 @@ impl ResNetEbm {
             h = swish(&(inner + short)?)?;
         }
         let pooled = h.mean((2, 3))?; // n × C
-        pooled.matmul(&p["out.weight"].t()?)?.broadcast_add(&p["out.bias"])?.squeeze(1)
+        crate::frozen::linear(&pooled, &p["out.weight"], Some(&p["out.bias"]))?.squeeze(1)
     }
 
     /// log p̃(x) = net(x) + Bernoulli(μ) log-probability, for images `x` (n × d), shape (n).

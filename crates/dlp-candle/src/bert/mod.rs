@@ -30,6 +30,7 @@ pub use energy::InfillTarget;
 pub use vocab::{Piece, Vocab, VocabKind};
 
 use crate::Error;
+use crate::frozen::linear;
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder};
 use std::collections::HashMap;
@@ -128,53 +129,6 @@ impl Linear {
 
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         linear(x, &self.w, Some(&self.b))
-    }
-}
-
-/// x·Wᵀ (+ b) for x of shape [N, in]. When W is a plain tensor (a loaded checkpoint, not a
-/// trainable `Var`) on the CPU and x is part of a graph, the product goes through
-/// [`FrozenLinear`]: candle's matmul backward would also compute xᵀ·grad for W, a wasted
-/// product as large as the forward one, taking energy + gradient from ≈ 3.3× to ≈ 2.3× a
-/// forward (measured on AntiBERTy, `examples/bert_bench.rs`). Trainable weights, other
-/// devices and graph-free calls take the plain product.
-fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
-    let frozen = x.track_op() && !w.is_variable() && x.device().is_cpu() && !b.is_some_and(Tensor::is_variable);
-    // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
-    let y = if frozen { x.detach() } else { x.clone() }.matmul(&w.t()?)?;
-    let y = match b {
-        Some(b) => y.broadcast_add(b)?,
-        None => y,
-    };
-    if frozen { x.apply_op1(FrozenLinear { y: y.contiguous()?, w: w.clone() }) } else { Ok(y) }
-}
-
-/// A linear map with frozen weights as a candle op: the forward hands back the product already
-/// computed (graph-free) in `y`; the backward gives the input gradient grad·W only.
-struct FrozenLinear {
-    y: Tensor,
-    w: Tensor,
-}
-
-impl candle_core::CustomOp1 for FrozenLinear {
-    fn name(&self) -> &'static str {
-        "frozen-linear"
-    }
-
-    fn cpu_fwd(
-        &self,
-        _: &candle_core::CpuStorage,
-        _: &candle_core::Layout,
-    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        let (storage, layout) = self.y.storage_and_layout();
-        let n = layout.shape().elem_count();
-        match (&*storage, layout.contiguous_offsets()) {
-            (candle_core::Storage::Cpu(c), Some((0, end))) if end == n => Ok((c.clone(), layout.shape().clone())),
-            _ => candle_core::bail!("frozen-linear: the product is not a contiguous CPU tensor"),
-        }
-    }
-
-    fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
-        Ok(Some(grad.matmul(&self.w)?))
     }
 }
 
