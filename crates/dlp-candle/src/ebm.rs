@@ -15,7 +15,7 @@
 //! [`TensorModel`]) the model evaluates f and ∇_x f of the whole batch of chains in one
 //! forward/backward, with the parameters detached so that sampling does not accumulate
 //! parameter gradients; on the CPU its convolutions then skip the kernel gradient candle's
-//! backward would otherwise compute (`frozen.rs`).
+//! backward would otherwise compute (`layers.rs`).
 
 use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
@@ -253,7 +253,7 @@ impl ResNetEbm {
             let w = &p[format!("{name}.weight").as_str()];
             let b = &p[format!("{name}.bias").as_str()];
             // With detached parameters (sampling) the backward skips the kernel gradient.
-            crate::frozen::conv2d(x, w, Some(b), stride, padding)
+            crate::layers::conv2d(x, w, Some(b), stride, padding)
         };
         let n = x.dim(0)?;
         let cfg = &self.config;
@@ -266,7 +266,7 @@ impl ResNetEbm {
             h = swish(&(inner + short)?)?;
         }
         let pooled = h.mean((2, 3))?; // n × C
-        crate::frozen::linear(&pooled, &p["out.weight"], Some(&p["out.bias"]))?.squeeze(1)
+        crate::layers::linear(&pooled, &p["out.weight"], Some(&p["out.bias"]))?.squeeze(1)
     }
 
     /// log p̃(x) = net(x) + Bernoulli(μ) log-probability, for images `x` (n × d), shape (n).

@@ -43,7 +43,7 @@ pub mod bert_train;
 pub mod binary_nn;
 pub mod ebm;
 pub mod ebm_train;
-mod frozen;
+mod layers;
 pub mod ksd;
 pub mod mixture;
 mod potts;

@@ -30,7 +30,7 @@ pub use energy::InfillTarget;
 pub use vocab::{Piece, Vocab, VocabKind};
 
 use crate::Error;
-use crate::frozen::linear;
+use crate::layers::linear;
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder};
 use std::collections::HashMap;
