@@ -334,7 +334,7 @@ fn say(bar: &indicatif::ProgressBar, line: String) {
 
 /// Trains one cell (resuming from `ckpt_dir` when `resume` and a checkpoint exists), keeps the
 /// EMA model with the best validation log-likelihood, and evaluates it on the test images with
-/// the final AIS (kernel `ais_kernel`, GWG-1 in the paper's evaluation).
+/// the final AIS (kernel `ais_kernel`, GWG-1 in the paper's evaluation), on `dev`.
 #[allow(clippy::too_many_arguments)]
 pub fn run_cell(
     run: &Run,
@@ -345,25 +345,26 @@ pub fn run_cell(
     ais_kernel: &dyn Sampler,
     ckpt_dir: &Path,
     resume: bool,
+    dev: &Device,
 ) -> Result<CellResult> {
     // Every cell its own seed, named by its data set and sampler label.
     let labels: Vec<u64> = format!("table1/{}/{label}", data.name).bytes().map(u64::from).collect();
     let seed = derive_seed(run.seed(), &labels);
-    let (net, pcd, dev) = (proto.net(), proto.pcd(seed), Device::Cpu);
+    let (net, pcd) = (proto.net(), proto.pcd(seed));
     std::fs::create_dir_all(ckpt_dir)?;
     let stem = format!("{}-{}", data.name, label.replace([' ', '=', '@'], "_"));
     let ck: PathBuf = ckpt_dir.join(format!("{stem}.safetensors"));
     let (hist_path, best_path) =
         (ckpt_dir.join(format!("{stem}.json")), ckpt_dir.join(format!("{stem}-best.safetensors")));
     let (mut trainer, mut hist) = if resume && ck.is_file() {
-        let t = PcdTrainer::resume(&ck, pcd, net, &data.mu, DType::F32, &dev)?;
+        let t = PcdTrainer::resume(&ck, pcd, net, &data.mu, DType::F32, dev)?;
         let mut h: History = serde_json::from_slice(&std::fs::read(&hist_path)?)?;
         h.curve.retain(|r| r.iteration <= t.iteration());
         h.evals.retain(|r| r.iteration <= t.iteration());
         println!("table1: {stem}: resumed at iteration {}", t.iteration());
         (t, h)
     } else {
-        let model = ResNetEbm::new(net, &data.mu, DType::F32, &dev, &mut setup_rng(derive_seed(seed, &[1])))?;
+        let model = ResNetEbm::new(net, &data.mu, DType::F32, dev, &mut setup_rng(derive_seed(seed, &[1])))?;
         (PcdTrainer::new(model, pcd)?, History::default())
     };
     let t0 = Instant::now();
@@ -402,9 +403,9 @@ pub fn run_cell(
     bar.finish_and_clear();
     let train_seconds = offset + t0.elapsed().as_secs_f64();
     let best_iteration = hist.best.map_or(trainer.iteration(), |b| b.0);
-    let params: HashMap<String, Tensor> = dlp_candle::candle_core::safetensors::load(&best_path, &dev)
+    let params: HashMap<String, Tensor> = dlp_candle::candle_core::safetensors::load(&best_path, dev)
         .map_err(|e| anyhow!("{}: {e}", best_path.display()))?;
-    let best = ResNetEbm::from_params(net, &data.mu, &params, DType::F32, &dev)?;
+    let best = ResNetEbm::from_params(net, &data.mu, &params, DType::F32, dev)?;
     let t1 = Instant::now();
     let est = ais(run, &best, ais_kernel, proto.final_ais, derive_seed(seed, &[3]), "test AIS")?;
     let test_mean_f = mean_f(&best, &data.test, proto.test_items)?;

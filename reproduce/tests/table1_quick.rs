@@ -74,7 +74,13 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
 fn table1_refuses_bad_flags_with_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    for bad in [&["--scale", "gpu"][..], &["--datasets", "omniglot"], &["--samplers", "nope"], &["--final-ais", "10"]] {
+    for bad in [
+        &["--scale", "gpu"][..],
+        &["--datasets", "omniglot"],
+        &["--samplers", "nope"],
+        &["--final-ais", "10"],
+        &["--device", "tpu"],
+    ] {
         let o = Command::new(env!("CARGO_BIN_EXE_table1")).args(bad).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
         let err = String::from_utf8_lossy(&o.stderr);

@@ -10,7 +10,9 @@
 //! `dlp_reproduce::ebm::Protocol::cpu` and `paper/table1.md`: ResNet-16 with 2 + 2 blocks, 600
 //! iterations of 10 steps on batches of 32, buffer 1,000, lr 1e-3 (warm-up 60), EMA 0.99,
 //! validation AIS 200 × 32 every 300 iterations, final AIS 1,000 temperatures × 50 chains.
-//! `--quick`: a tiny network on synthetic stand-in digits, seconds.
+//! `--quick`: a tiny network on synthetic stand-in digits, seconds. `--device cuda` runs on a GPU
+//! in a build with the `cuda` feature (`cargo run --release -p dlp-reproduce --features cuda
+//! --bin table1 -- --device cuda --scale paper`; never built in CI, not yet run on a GPU).
 //! Static MNIST is one fixed-seed Bernoulli binarisation of MNIST (a stand-in for Larochelle's
 //! fixed binarisation); Omniglot and Caltech silhouettes are not run. Gibbs is skipped by
 //! default: at 784 sites a Gibbs-1 step changes one pixel, and the paper's own Gibbs rows are
@@ -57,6 +59,9 @@ struct Args {
     /// Continue from the checkpoints in <out>/checkpoints.
     #[arg(long)]
     resume: bool,
+    /// candle device: `cpu`, or `cuda` / `cuda:N` (a build with `--features cuda`).
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 fn main() {
@@ -99,6 +104,7 @@ fn run(args: Args) -> Result<()> {
     }
     let samplers = specs.iter().map(|s| s.build()).collect::<Result<Vec<_>, _>>()?;
     let ais_kernel = SamplerSpec::new(&args.ais_sampler, None).build()?;
+    let device = dlp_candle::device(&args.device)?;
     let (train, test, n_train) = if c.quick {
         (synthetic_digits(600, 1).0, synthetic_digits(100, 2).0, 500)
     } else {
@@ -125,6 +131,7 @@ fn run(args: Args) -> Result<()> {
                 ais_kernel.as_ref(),
                 &run.path("checkpoints"),
                 args.resume,
+                &device,
             )?;
             println!(
                 "table1: {} {}: test LL {:.2} nats (log Ẑ {:.2} ± {:.2}, ESS {:.1}; best iteration {}; train {:.0} s, AIS {:.0} s)",
@@ -146,6 +153,6 @@ fn run(args: Args) -> Result<()> {
     write_results(&run, &proto, &cells, &names_of(&specs), &args.ais_sampler, c.quick)?;
     run.finish(
         &json!({"scale": proto.scale, "datasets": names, "samplers": args.samplers, "ais_sampler": args.ais_sampler,
-        "resume": args.resume, "protocol": proto}),
+        "resume": args.resume, "device": args.device, "protocol": proto}),
     )
 }
