@@ -233,22 +233,14 @@ pub struct EvalRow {
     pub ess: f64,
 }
 
-/// One training-curve row.
+/// One training-curve row: the trainer's record and the training seconds so far (summed over
+/// resumed sessions). Serialised flat, one key per field.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CurveRow {
-    /// Iteration.
-    pub iteration: usize,
-    /// The PCD loss.
-    pub loss: f64,
-    /// mean net(data).
-    pub f_data: f64,
-    /// mean net(samples).
-    pub f_samples: f64,
-    /// Mean acceptance.
-    pub accept: f64,
-    /// Learning rate.
-    pub lr: f64,
-    /// Training seconds so far (summed over resumed sessions).
+    /// What the iteration reported.
+    #[serde(flatten)]
+    pub step: IterRecord,
+    /// Training seconds so far.
     pub seconds: f64,
 }
 
@@ -359,7 +351,7 @@ pub fn run_cell(
     let (mut trainer, mut hist) = if resume && ck.is_file() {
         let t = PcdTrainer::resume(&ck, pcd, net, &data.mu, DType::F32, dev)?;
         let mut h: History = serde_json::from_slice(&std::fs::read(&hist_path)?)?;
-        h.curve.retain(|r| r.iteration <= t.iteration());
+        h.curve.retain(|r| r.step.iteration <= t.iteration());
         h.evals.retain(|r| r.iteration <= t.iteration());
         println!("table1: {stem}: resumed at iteration {}", t.iteration());
         (t, h)
@@ -372,9 +364,10 @@ pub fn run_cell(
     let bar = run.progress(proto.iterations as u64, &stem);
     bar.set_position(trainer.iteration() as u64);
     while trainer.iteration() < proto.iterations {
-        let IterRecord { iteration, loss, f_data, f_samples, accept, lr } = trainer.step(&data.train, sampler)?;
+        let step = trainer.step(&data.train, sampler)?;
+        let (iteration, accept) = (step.iteration, step.accept);
         let seconds = offset + t0.elapsed().as_secs_f64();
-        hist.curve.push(CurveRow { iteration, loss, f_data, f_samples, accept, lr, seconds });
+        hist.curve.push(CurveRow { step, seconds });
         bar.set_position(iteration as u64);
         if bar.is_hidden() && iteration % (proto.iterations / 10).max(1) == 0 {
             // Logs (no terminal): a line every tenth of the run instead of the bar.
@@ -445,12 +438,12 @@ pub fn write_results(
                 vec![
                     c.dataset.clone(),
                     c.sampler.clone(),
-                    r.iteration.to_string(),
-                    f(r.loss),
-                    f(r.f_data),
-                    f(r.f_samples),
-                    f(r.accept),
-                    f(r.lr),
+                    r.step.iteration.to_string(),
+                    f(r.step.loss),
+                    f(r.step.f_data),
+                    f(r.step.f_samples),
+                    f(r.step.accept),
+                    f(r.step.lr),
                     f(r.seconds),
                 ]
             })
@@ -495,7 +488,7 @@ pub fn write_results(
         cells.iter().zip(&labels).map(|(c, l)| Series { label: l.clone(), points: y(c) }).collect()
     };
     let val = series(&|c| c.evals.iter().map(|e| (e.iteration as f64, e.val_ll)).collect());
-    let acc = series(&|c| c.curve.iter().map(|r| (r.iteration as f64, r.accept)).collect());
+    let acc = series(&|c| c.curve.iter().map(|r| (r.step.iteration as f64, r.step.accept)).collect());
     let figure = Figure {
         caption: format!(
             "Deep EBMs on binarised MNIST ({} scale): validation AIS log-likelihood and acceptance",
@@ -515,7 +508,7 @@ pub fn write_results(
         .map(|(c, s)| json!({"dataset": c.dataset, "sampler": c.sampler, "test_ll": c.test_ll, "log_z": c.log_z,
             "log_z_std_err": c.std_err, "ess": c.ess, "test_mean_log_p": c.test_mean_f, "best_iteration": c.best_iteration,
             "train_seconds": c.train_seconds, "final_ais_seconds": c.final_seconds,
-            "final_accept": c.curve.last().map(|r| r.accept), "paper": paper_value(&c.dataset, s)}))
+            "final_accept": c.curve.last().map(|r| r.step.accept), "paper": paper_value(&c.dataset, s)}))
         .collect();
     let summary = json!({"scale": proto.scale, "protocol": proto, "quick_data": quick.then_some("synthetic stand-in digits"),
         "static_binarisation": "one fixed-seed Bernoulli draw (stand-in for Larochelle's)", "ais_kernel": ais_sampler,

@@ -93,7 +93,7 @@ impl TrainData {
 }
 
 /// What one iteration did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IterRecord {
     /// The iteration just completed (1-based count of optimiser steps).
     pub iteration: usize,
