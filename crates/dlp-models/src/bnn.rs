@@ -15,8 +15,11 @@
 //! Hh = tanh A, z = Hh W2 + b2, δ_n = −(2τ/B)(ŷ_n − y_n) ŷ_n(1 − ŷ_n),
 //! ∂f/∂W2 = Hhᵀδ, ∂f/∂b2 = Σδ, Δ = (δ W2ᵀ) ⊙ (1 − Hh²), ∂f/∂W1 = X_βᵀΔ, ∂f/∂b1 = Σ_n Δ_n,
 //! and ∂f/∂θ = 2 ∂f/∂w. Each chain costs two matrix products (forward X·W1, backward XᵀΔ),
-//! computed with ndarray's `general_mat_mul` (matrixmultiply), the same kernel for every
-//! chain, so rows never interact and results do not depend on how chains are split.
+//! done in blocks of 256 data rows so that nothing N × H is stored: the forward product fused
+//! with tanh and the output sum (hand-written, K = p is small), the backward one with
+//! ndarray's `general_mat_mul` (matrixmultiply). The same code runs for every chain, so rows
+//! never interact and results do not depend on how chains are split. [`Precision::F32`]
+//! runs the products and tanh in f32 (the official code's arithmetic) at about half the cost.
 
 use crate::error::{ModelError, check_finite};
 use crate::file::{err, matrix, number, show, vector};
@@ -24,7 +27,7 @@ use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::sigmoid;
 use dlp_core::{Batch, DomainKind, EvalError, Space, Target};
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView2, LinalgScalar};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
@@ -108,6 +111,20 @@ impl LoadedModel for BnnModel {
     }
 }
 
+/// The arithmetic of the network's evaluation ([`BnnModel::with_precision`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// float64 throughout: f and ∇f to ~1e−15 relative (the default, and what the exact suite
+    /// and the finite-difference tests check).
+    #[default]
+    F64,
+    /// float32 features, weights, matrix products, tanh and hidden-layer passes — the official
+    /// code's arithmetic (torch float32), at twice the SIMD width — with ŷ, the loss and every
+    /// sum over the data in float64. f differs from the F64 value by at most 1e−4 (measured
+    /// ~1e−5 on COMPAS, `paper/table2.md`).
+    F32,
+}
+
 /// Binary Bayesian neural network with one tanh hidden layer (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BnnModel {
@@ -119,6 +136,10 @@ pub struct BnnModel {
     x: Vec<f64>,
     /// Targets.
     y: Vec<f64>,
+    /// The evaluation's arithmetic.
+    precision: Precision,
+    /// The features rounded to f32 (filled only for [`Precision::F32`]).
+    x32: Vec<f32>,
 }
 
 impl BnnModel {
@@ -149,7 +170,22 @@ impl BnnModel {
         }
         check_finite("x", &x)?;
         check_finite("y", &y)?;
-        Ok(BnnModel { space: Space::binary(d), p, h: hidden, tau, x, y })
+        Ok(BnnModel { space: Space::binary(d), p, h: hidden, tau, x, y, precision: Precision::F64, x32: Vec::new() })
+    }
+
+    /// The same network evaluated in `precision` (f32 halves the cost; see [`Precision`]).
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self.x32 = match precision {
+            Precision::F64 => Vec::new(),
+            Precision::F32 => self.x.iter().map(|&v| v as f32).collect(),
+        };
+        self
+    }
+
+    /// The evaluation's arithmetic.
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// Number of data items N.
@@ -183,107 +219,328 @@ impl BnnModel {
     }
 
     /// Predictions ŷ of the network with bits `theta` (length d) for the features `x`
-    /// (rows of p), into `out` (one per row): the metrics of Tables 2 and 4 need them on
-    /// held-out data.
+    /// (rows of p), into `out` (one per row), in the model's precision: the metrics of Tables
+    /// 2 and 4 need them on held-out data.
     pub fn predict(&self, theta: &[u32], x: &[f64], out: &mut [f64]) {
-        let (p, h) = (self.p, self.h);
-        let xv = ArrayView2::from_shape((out.len(), p), x).expect("rows of p features");
-        let mut a = Array2::<f64>::zeros((out.len(), h));
-        self.forward(theta, xv, &mut a, out);
-    }
-
-    /// Forward pass of one network: `a` ← tanh(X W1 + b1) (B × H), `yhat` ← ŷ.
-    #[inline(always)]
-    fn forward(&self, theta: &[u32], xb: ArrayView2<f64>, a: &mut Array2<f64>, yhat: &mut [f64]) {
-        let (p, h) = (self.p, self.h);
-        let w = |i: usize| 2.0 * theta[i] as f64 - 1.0;
-        let w1 = Array2::from_shape_fn((p, h), |(i, j)| w(i * h + j));
-        let b1: Vec<f64> = (0..h).map(|j| w(p * h + j)).collect();
-        let w2: Vec<f64> = (0..h).map(|j| w(p * h + h + j)).collect();
-        let b2 = w(p * h + 2 * h);
-        // A = X W1 + b1: the bias rows first, then the product added onto them.
-        for mut row in a.rows_mut() {
-            row.as_slice_mut().expect("standard layout").copy_from_slice(&b1);
-        }
-        general_mat_mul(1.0, &xb, &w1, 1.0, a);
-        // One flat pass over all N·H entries, so the tanh loop vectorises.
-        tanh_slice(a.as_slice_mut().expect("standard layout"));
-        for (row, yh) in a.rows().into_iter().zip(yhat.iter_mut()) {
-            let z = b2 + row.iter().zip(&w2).map(|(v, w)| v * w).sum::<f64>();
-            *yh = sigmoid(z);
+        assert_eq!(x.len(), out.len() * self.p, "predict: x must hold one row of p features per output");
+        match self.precision {
+            Precision::F64 => self.predict_simd::<f64>(theta, x, out),
+            Precision::F32 => self.predict_simd::<f32>(theta, x, out),
         }
     }
 
-    /// f̂ (and ∇f̂) of every row of `xs` over `items` (`None`: all, read in place), compiled
-    /// for the widest vector unit the CPU has (as [`tanh_slice`]; bit-identical results).
-    fn eval_items(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], grad: Option<&mut [f64]>) {
+    /// [`Self::predict_impl`] compiled for the widest vector unit the CPU has (as [`Self::eval_simd`]).
+    fn predict_simd<T: Real>(&self, theta: &[u32], x: &[f64], out: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the CPU has AVX-512F (checked just above).
-                return unsafe { self.eval_items_avx512(xs, items, f, grad) };
+                return unsafe { self.predict_avx512::<T>(theta, x, out) };
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2 (checked just above).
-                return unsafe { self.eval_items_avx2(xs, items, f, grad) };
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                return unsafe { self.predict_avx2::<T>(theta, x, out) };
             }
         }
-        self.eval_items_impl(xs, items, f, grad)
+        self.predict_impl::<T>(theta, x, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn eval_items_avx512(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], g: Option<&mut [f64]>) {
-        self.eval_items_impl(xs, items, f, g)
+    unsafe fn predict_avx512<T: Real>(&self, theta: &[u32], x: &[f64], out: &mut [f64]) {
+        self.predict_impl::<T>(theta, x, out)
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn eval_items_avx2(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], g: Option<&mut [f64]>) {
-        self.eval_items_impl(xs, items, f, g)
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn predict_avx2<T: Real>(&self, theta: &[u32], x: &[f64], out: &mut [f64]) {
+        self.predict_impl::<T>(theta, x, out)
     }
 
     #[inline(always)]
-    fn eval_items_impl(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], mut grad: Option<&mut [f64]>) {
+    fn predict_impl<T: Real>(&self, theta: &[u32], x: &[f64], out: &mut [f64]) {
+        let xt: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+        let mut k = Kernel::<T>::new(self.p, self.h, out.len());
+        k.load(theta);
+        for (xblk, q) in xt.chunks(ROWS * self.p).zip(out.chunks_mut(ROWS)) {
+            k.forward_block(xblk);
+            q.iter_mut().zip(&k.z).for_each(|(q, &z)| *q = sigmoid(z));
+        }
+    }
+
+    /// f̂ (and ∇f̂) of every row of `xs` over `items` (`None`: all, read in place), in the
+    /// model's precision, compiled for the widest vector unit the CPU has.
+    fn eval_items(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], grad: Option<&mut [f64]>) {
+        match self.precision {
+            Precision::F64 => self.eval_simd::<f64>(xs, items, f, grad),
+            Precision::F32 => self.eval_simd::<f32>(xs, items, f, grad),
+        }
+    }
+
+    /// [`Self::eval_impl`] compiled for AVX-512 or AVX2 + FMA when the CPU has it (detected at
+    /// run time), else the baseline build: the tanh and row loops then vectorise at the full
+    /// width. The arithmetic is the same in every path (`mul_add` is one correctly rounded
+    /// operation everywhere; the baseline build calls libm's `fma`, slowly), so results are
+    /// bit-identical whichever runs.
+    fn eval_simd<T: Real>(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], g: Option<&mut [f64]>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked just above).
+                return unsafe { self.eval_avx512::<T>(xs, items, f, g) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                return unsafe { self.eval_avx2::<T>(xs, items, f, g) };
+            }
+        }
+        self.eval_impl::<T>(xs, items, f, g)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn eval_avx512<T: Real>(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], g: Option<&mut [f64]>) {
+        self.eval_impl::<T>(xs, items, f, g)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn eval_avx2<T: Real>(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], g: Option<&mut [f64]>) {
+        self.eval_impl::<T>(xs, items, f, g)
+    }
+
+    /// One chain after another, each in blocks of [`ROWS`] data rows: the fused forward pass
+    /// ([`Kernel::forward_block`]), one pass per row for ŷ, the loss, δ and
+    /// Δ = δ w2 ⊙ (1 − h²) overwriting h in place while the row is in L1, then the backward
+    /// product XᵀΔ of the block (matrixmultiply, K = ROWS). Nothing N × H is ever stored.
+    #[inline(always)]
+    fn eval_impl<T: Real>(&self, xs: &[u32], items: Option<&[usize]>, f: &mut [f64], mut grad: Option<&mut [f64]>) {
         let (d, p, h) = (self.space.d, self.p, self.h);
-        let all = ArrayView2::from_shape((self.n(), p), &self.x).expect("N × p by construction");
-        let gathered = items.map(|it| Array2::from_shape_fn((it.len(), p), |(t, i)| self.x[it[t] * p + i]));
-        let xb = gathered.as_ref().map_or(all, |g| g.view());
+        let data = T::features(self);
+        let gathered: Option<Vec<T>> =
+            items.map(|it| it.iter().flat_map(|&t| &data[t * p..(t + 1) * p]).copied().collect());
+        let xb: &[T] = gathered.as_deref().unwrap_or(data);
         let yb: Cow<[f64]> = match items {
             Some(it) => Cow::Owned(it.iter().map(|&t| self.y[t]).collect()),
             None => Cow::Borrowed(&self.y),
         };
         let nb = yb.len();
-        let mut a = Array2::<f64>::zeros((nb, h));
-        let mut yhat = vec![0.0; nb];
         let scale = self.tau / nb as f64;
+        let mut k = Kernel::<T>::new(p, h, nb);
+        let hp = k.b1.len() * L;
+        // Sums over the data in f64; per block in T ([T; L] lanes vectorise, 256 terms).
+        let (mut gw1, mut gb1, mut gw2) = (vec![0.0; p * hp], vec![0.0; hp], vec![0.0; hp]);
+        let (mut bb1, mut bw2) = (vec![[T::zero(); L]; hp / L], vec![[T::zero(); L]; hp / L]);
+        // XᵀΔ of one block (p × padded H).
+        let mut gw1_blk = Array2::<T>::zeros((p, hp));
         for (r, fr) in f.iter_mut().enumerate() {
             let theta = &xs[r * d..(r + 1) * d];
-            self.forward(theta, xb, &mut a, &mut yhat);
-            *fr = -scale * yhat.iter().zip(yb.iter()).map(|(q, t)| (q - t) * (q - t)).sum::<f64>();
-            let Some(g) = grad.as_deref_mut() else { continue };
-            let g = &mut g[r * d..(r + 1) * d];
-            // ∂f/∂z_n, then the output layer's gradient (w.r.t. w; ×2 for θ below).
-            let delta: Vec<f64> =
-                yhat.iter().zip(yb.iter()).map(|(q, t)| -2.0 * scale * (q - t) * q * (1.0 - q)).collect();
-            let (gw1, rest) = g.split_at_mut(p * h);
-            let (gb1, rest) = rest.split_at_mut(h);
-            let (gw2, gb2) = rest.split_at_mut(h);
-            gb1.fill(0.0);
-            gw2.fill(0.0);
-            gb2[0] = 2.0 * delta.iter().sum::<f64>();
-            // Δ = (δ W2ᵀ) ⊙ (1 − Hh²), overwriting Hh row by row after its use in ∂f/∂W2.
-            let w2: Vec<f64> = theta[p * h + h..p * h + 2 * h].iter().map(|&t| 2.0 * t as f64 - 1.0).collect();
-            for (mut row, &dn) in a.rows_mut().into_iter().zip(&delta) {
-                for (((v, w2j), g2), g1) in row.iter_mut().zip(&w2).zip(gw2.iter_mut()).zip(gb1.iter_mut()) {
-                    let hv = *v;
-                    *g2 += 2.0 * dn * hv;
-                    *v = dn * w2j * (1.0 - hv * hv);
-                    *g1 += 2.0 * *v;
+            k.load(theta);
+            let want_grad = grad.is_some();
+            if want_grad {
+                gw1.fill(0.0);
+                gb1.fill(0.0);
+                gw2.fill(0.0);
+            }
+            let (mut loss, mut gb2) = (0.0, 0.0);
+            for (xblk, yblk) in xb.chunks(ROWS * p).zip(yb.chunks(ROWS)) {
+                k.forward_block(xblk);
+                let nr = yblk.len();
+                if want_grad {
+                    bb1.iter_mut().chain(bw2.iter_mut()).for_each(|v| *v = [T::zero(); L]);
+                }
+                for ((row, &t), &zn) in k.a.chunks_exact_mut(hp / L).zip(yblk).zip(&k.z) {
+                    let q = sigmoid(zn);
+                    loss += (q - t) * (q - t);
+                    if !want_grad {
+                        continue;
+                    }
+                    // ∂f/∂z_n, then the output layer's gradient (w.r.t. w; ×2 for θ below).
+                    let dn = -2.0 * scale * (q - t) * q * (1.0 - q);
+                    gb2 += dn;
+                    let dt = T::of(dn);
+                    for (((v, w2), g2), g1) in row.iter_mut().zip(&k.w2).zip(bw2.iter_mut()).zip(bb1.iter_mut()) {
+                        for l in 0..L {
+                            let hv = v[l];
+                            g2[l] = dt.mul_add(hv, g2[l]);
+                            v[l] = dt * w2[l] * (T::one() - hv * hv);
+                            g1[l] = g1[l] + v[l];
+                        }
+                    }
+                }
+                if want_grad {
+                    let xv = ArrayView2::from_shape((nr, p), xblk).expect("rows of p");
+                    let av = ArrayView2::from_shape((nr, hp), &k.a.as_flattened()[..nr * hp]).expect("rows of hp");
+                    general_mat_mul(T::one(), &xv.t(), &av, T::zero(), &mut gw1_blk);
+                    let blk = gw1_blk.as_slice().expect("standard layout");
+                    gw1.iter_mut().zip(blk).for_each(|(g, v)| *g += v.get());
+                    gb1.iter_mut().zip(bb1.as_flattened()).for_each(|(g, v)| *g += v.get());
+                    // bw2 holds Σ δ_n h_n with δ rounded to T; gw2 wants f64 δ: the
+                    // rounding is ≤ 6e−8 relative (F32) and exact (F64).
+                    gw2.iter_mut().zip(bw2.as_flattened()).for_each(|(g, v)| *g += v.get());
                 }
             }
-            let mut gw1v = ArrayViewMut2::from_shape((p, h), gw1).expect("p × H block");
-            general_mat_mul(2.0, &xb.t(), &a, 0.0, &mut gw1v);
+            *fr = -scale * loss;
+            let Some(g) = grad.as_deref_mut() else { continue };
+            let g = &mut g[r * d..(r + 1) * d];
+            let (g1, rest) = g.split_at_mut(p * h);
+            let (gbias1, rest) = rest.split_at_mut(h);
+            let (g2, gbias2) = rest.split_at_mut(h);
+            for (o, src) in g1.chunks_exact_mut(h).zip(gw1.chunks_exact(hp)) {
+                o.iter_mut().zip(src).for_each(|(o, v)| *o = 2.0 * v);
+            }
+            gbias1.iter_mut().zip(&gb1).for_each(|(o, v)| *o = 2.0 * v);
+            g2.iter_mut().zip(&gw2).for_each(|(o, v)| *o = 2.0 * v);
+            gbias2[0] = 2.0 * gb2;
+        }
+    }
+}
+
+/// Rows per block: the block's activations (ROWS × H, 200 KB at H = 100 in f64) stay in the
+/// L2 cache between the forward product, the fused row passes and the backward product,
+/// instead of an N × H array (3.9 MB on COMPAS) making three trips through memory per chain.
+const ROWS: usize = 256;
+
+/// The float type of an evaluation ([`Precision`]): f64, or f32 for the products, tanh and
+/// row passes.
+trait Real: LinalgScalar + Send + Sync {
+    /// From f64 (rounded for f32).
+    fn of(v: f64) -> Self;
+    /// To f64 (exact).
+    fn get(self) -> f64;
+    /// self·a + b with one rounding (an FMA instruction in the AVX paths).
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    /// tanh, branch-free so that loops over it vectorise.
+    fn tanh_v(self) -> Self;
+    /// The model's features in this type (N × p).
+    fn features(m: &BnnModel) -> &[Self];
+}
+
+impl Real for f64 {
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn get(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f64::mul_add(self, a, b)
+    }
+    #[inline(always)]
+    fn tanh_v(self) -> Self {
+        tanh(self)
+    }
+    fn features(m: &BnnModel) -> &[Self] {
+        &m.x
+    }
+}
+
+impl Real for f32 {
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn get(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f32::mul_add(self, a, b)
+    }
+    #[inline(always)]
+    fn tanh_v(self) -> Self {
+        tanh32(self)
+    }
+    fn features(m: &BnnModel) -> &[Self] {
+        &m.x32
+    }
+}
+
+/// Lanes of the fused forward pass: 16 f32 (one AVX-512 register) or 16 f64 (two).
+const L: usize = 16;
+
+/// One network's weights as T (w = 2θ − 1), the hidden units padded to a multiple of [`L`]
+/// with zero weights (a padded unit has h = tanh 0 = 0, w2 = 0 and Δ = 0, so it changes
+/// nothing and the loops have no tails), W1 packed by runs of L units: `w1[c·p + i]` holds
+/// W1[i, cL..cL+L]. Plus the block buffers.
+struct Kernel<T> {
+    p: usize,
+    h: usize,
+    w1: Vec<[T; L]>,
+    b1: Vec<[T; L]>,
+    w2: Vec<[T; L]>,
+    b2: f64,
+    /// min(ROWS, N) rows of H/L runs: the block's activations h, then Δ.
+    a: Vec<[T; L]>,
+    /// The block's output pre-activations z.
+    z: Vec<f64>,
+}
+
+impl<T: Real> Kernel<T> {
+    fn new(p: usize, h: usize, n: usize) -> Self {
+        let (c, rows) = (h.div_ceil(L), ROWS.min(n));
+        let zero = [T::zero(); L];
+        Kernel {
+            p,
+            h,
+            w1: vec![zero; c * p],
+            b1: vec![zero; c],
+            w2: vec![zero; c],
+            b2: 0.0,
+            a: vec![zero; rows * c],
+            z: vec![0.0; rows],
+        }
+    }
+
+    /// The weights of the network with bits `theta`.
+    #[inline(always)]
+    fn load(&mut self, theta: &[u32]) {
+        let (p, h) = (self.p, self.h);
+        let w = |t: u32| T::of(2.0 * t as f64 - 1.0);
+        for j in 0..h {
+            let (c, l) = (j / L, j % L);
+            for i in 0..p {
+                self.w1[c * p + i][l] = w(theta[i * h + j]);
+            }
+            self.b1[c][l] = w(theta[p * h + j]);
+            self.w2[c][l] = w(theta[p * h + h + j]);
+        }
+        self.b2 = 2.0 * theta[p * h + 2 * h] as f64 - 1.0;
+    }
+
+    /// The forward pass of a block of rows (`xblk`: rows of p features), fused: for each row
+    /// and each run of L hidden units, b1 + Σ_i x_i W1[i, ·] in registers, tanh, stored in
+    /// `a` (the backward pass needs it), and Σ_j h_j w2_j; `z` ← b2 + that sum. Hand-written
+    /// because K = p is 13 on COMPAS: a GEMM call spends more on packing and on loading and
+    /// storing its output than on 13 products, and the tanh and the output sum would be two
+    /// more passes over memory.
+    #[inline(always)]
+    fn forward_block(&mut self, xblk: &[T]) {
+        let (p, c) = (self.p, self.b1.len());
+        for ((xr, arow), zn) in xblk.chunks_exact(p).zip(self.a.chunks_exact_mut(c)).zip(self.z.iter_mut()) {
+            // Two passes over the row (in L1): the products, then tanh and the output sum, so
+            // that each loop's iterations are independent and overlap in the CPU.
+            for ((out, b), w1) in arow.iter_mut().zip(&self.b1).zip(self.w1.chunks_exact(p)) {
+                let mut acc = *b;
+                for (&xi, w) in xr.iter().zip(w1) {
+                    for l in 0..L {
+                        acc[l] = xi.mul_add(w[l], acc[l]);
+                    }
+                }
+                *out = acc;
+            }
+            let mut zacc = [T::zero(); L];
+            for (v, w2) in arow.iter_mut().zip(&self.w2) {
+                for l in 0..L {
+                    v[l] = v[l].tanh_v();
+                    zacc[l] = v[l].mul_add(w2[l], zacc[l]);
+                }
+            }
+            *zn = self.b2 + zacc.iter().map(|v| v.get()).sum::<f64>();
         }
     }
 }
@@ -298,34 +555,27 @@ fn tanh(x: f64) -> f64 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
-/// tanh of every entry, with the widest vector unit the CPU has (AVX-512 or AVX2, detected at
-/// run time, else the baseline build). The arithmetic is the same in every path (Rust does
-/// not contract a·b + c into FMAs), so results are bit-identical whichever runs.
-fn tanh_slice(v: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { tanh_slice_avx512(v) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { tanh_slice_avx2(v) };
-        }
+/// tanh in f32, the same form as [`tanh`] with e = exp(−2|x|) computed in f32: Cody–Waite
+/// reduction (ln 2 split as fdlibm's expf), a degree-7 Taylor polynomial (truncation < 6e−9
+/// relative on |r| ≤ ln 2 / 2) and 2^k from the exponent bits; clamped at −87 (2^−126, the
+/// smallest normal). Absolute error vs f64 tanh ≤ 3e−7 over the whole line (unit test; the
+/// rounding of f32 itself is 6e−8); absolute, not relative, since 1 − e cancels for tiny |x|.
+#[inline(always)]
+fn tanh32(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23
+    const LN2_HI: f32 = 0.693_359_4; // 0x3f318000: k·LN2_HI is exact for |k| < 2^9
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let y = (-2.0 * x.abs()).max(-87.0);
+    let t = y.mul_add(std::f32::consts::LOG2_E, MAGIC);
+    let k = t - MAGIC;
+    let r = k.mul_add(-LN2_LO, k.mul_add(-LN2_HI, y));
+    let mut p = 1.0 / 5_040.0;
+    for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = p.mul_add(r, c);
     }
-    v.iter_mut().for_each(|x| *x = tanh(*x));
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn tanh_slice_avx512(v: &mut [f64]) {
-    v.iter_mut().for_each(|x| *x = tanh(*x));
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn tanh_slice_avx2(v: &mut [f64]) {
-    v.iter_mut().for_each(|x| *x = tanh(*x));
+    let ki = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let e = p * f32::from_bits(((ki + 127) << 23) as u32);
+    ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
 /// exp(y) for y ≤ 0 without a libm call: y = k ln 2 + r (Cody–Waite, |r| ≤ ln 2 / 2), a
@@ -340,9 +590,9 @@ fn exp_nonpositive(y: f64) -> f64 {
     const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
     const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
     let y = y.max(-708.0);
-    let t = y * std::f64::consts::LOG2_E + MAGIC;
+    let t = y.mul_add(std::f64::consts::LOG2_E, MAGIC);
     let k = t - MAGIC;
-    let r = (y - k * LN2_HI) - k * LN2_LO;
+    let r = k.mul_add(-LN2_LO, k.mul_add(-LN2_HI, y));
     let mut p = 1.0 / 479_001_600.0; // 1/12!
     for c in [
         1.0 / 39_916_800.0,
@@ -358,7 +608,7 @@ fn exp_nonpositive(y: f64) -> f64 {
         1.0,
         1.0,
     ] {
-        p = p * r + c;
+        p = p.mul_add(r, c);
     }
     let ki = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
     p * f64::from_bits(((ki + 1023) << 52) as u64)
@@ -499,6 +749,100 @@ mod tests {
         // Absolute, not relative, accuracy near 0 (1 − e cancels), which is what sums of tanh need.
         assert_eq!((tanh(0.0), tanh(800.0), tanh(-800.0)), (0.0, 1.0, -1.0));
         assert!((tanh(1e-10) - 1e-10).abs() < 1e-16);
+    }
+
+    /// A network larger than one block with a partial last block and H not a multiple of
+    /// the lane count: p = 5, H = 20 (padded to 32), N = 600 (blocks of 256, 256, 88).
+    fn blocked() -> BnnModel {
+        let mut rng = dlp_core::setup_rng(5);
+        let x: Vec<f64> = (0..3000).map(|_| rng.random_range(-2.0..2.0)).collect();
+        let y: Vec<f64> = (0..600).map(|_| rng.random_range(0..2) as f64).collect();
+        BnnModel::new(141, 5, 20, 100.0, x, y).unwrap()
+    }
+
+    #[test]
+    fn blocks_and_padded_lanes_give_the_formula_and_its_gradient() {
+        let m = blocked();
+        let mut rng = dlp_core::setup_rng(3);
+        let all: Vec<usize> = (0..m.n()).collect();
+        let xs: Vec<u32> = (0..3 * 141).map(|_| rng.random_range(0..2)).collect();
+        let (mut f, mut g) = (vec![0.0; 3], vec![0.0; 3 * 141]);
+        m.log_density_grad_batch(&xs, &mut f, &mut g);
+        for c in 0..3 {
+            let w: Vec<f64> = xs[c * 141..(c + 1) * 141].iter().map(|&t| 2.0 * t as f64 - 1.0).collect();
+            let want = by_formula(&m, &w, &all);
+            assert!((f[c] - want).abs() < 1e-10 * want.abs(), "chain {c}: {} vs formula {want}", f[c]);
+            // Every coordinate against central differences (error O(h²), ~1e−8 relative).
+            let h = 1e-5;
+            for i in 0..141 {
+                let (mut up, mut dn) = (w.clone(), w.clone());
+                up[i] += 2.0 * h;
+                dn[i] -= 2.0 * h;
+                let fd = (by_formula(&m, &up, &all) - by_formula(&m, &dn, &all)) / (2.0 * h);
+                let gi = g[c * 141 + i];
+                assert!((fd - gi).abs() < 1e-6 * (1.0 + gi.abs()), "chain {c}, coordinate {i}: fd {fd} vs {gi}");
+            }
+            // A chain evaluated alone gives the same bits as in the batch (rows never interact).
+            let (mut f1, mut g1) = ([0.0], vec![0.0; 141]);
+            m.log_density_grad_batch(&xs[c * 141..(c + 1) * 141], &mut f1, &mut g1);
+            assert_eq!(f1[0].to_bits(), f[c].to_bits());
+            assert!(g1.iter().zip(&g[c * 141..]).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        // Predictions cross blocks too: f = −τ mean (ŷ − y)².
+        let mut q = vec![0.0; 600];
+        m.predict(&xs[..141], m.features(), &mut q);
+        let mse = q.iter().zip(m.targets()).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / 600.0;
+        assert!((f[0] + 100.0 * mse).abs() < 1e-10 * f[0].abs());
+    }
+
+    #[test]
+    fn the_f32_evaluation_is_the_f64_one_to_its_stated_accuracy() {
+        let m = blocked();
+        let m32 = m.clone().with_precision(Precision::F32);
+        assert_eq!(m32.precision(), Precision::F32);
+        let mut rng = dlp_core::setup_rng(4);
+        let xs: Vec<u32> = (0..8 * 141).map(|_| rng.random_range(0..2)).collect();
+        let (mut f, mut g) = (vec![0.0; 8], vec![0.0; 8 * 141]);
+        let (mut f32v, mut g32) = (vec![0.0; 8], vec![0.0; 8 * 141]);
+        m.log_density_grad_batch(&xs, &mut f, &mut g);
+        m32.log_density_grad_batch(&xs, &mut f32v, &mut g32);
+        // f32 rounding (6e−8 relative) through p + H + 1 terms: measured |Δf| = 2.3e−7 here
+        // and |Δ∇f| = 1.1e−6; deterministic, and the bound leaves a factor ≥ 90.
+        let ef = f.iter().zip(&f32v).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let eg = g.iter().zip(&g32).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(ef < 1e-4 && eg < 1e-4, "f32 vs f64: |Δf| {ef:e}, |Δ∇f| {eg:e}");
+        assert!(ef > 0.0, "the f32 path was not taken");
+        // Minibatches and predictions take the same path.
+        let items = [3usize, 599, 256, 255, 0];
+        let (mut fb, mut fb32) = ([0.0], [0.0]);
+        m.evaluate(&xs[..141], Batch::Items(&items), &mut fb, None).unwrap();
+        m32.evaluate(&xs[..141], Batch::Items(&items), &mut fb32, None).unwrap();
+        assert!((fb[0] - fb32[0]).abs() < 1e-4);
+        let (mut q, mut q32) = (vec![0.0; 600], vec![0.0; 600]);
+        m.predict(&xs[..141], m.features(), &mut q);
+        m32.predict(&xs[..141], m.features(), &mut q32);
+        assert!(q.iter().zip(&q32).all(|(a, b)| (a - b).abs() < 1e-5));
+    }
+
+    #[test]
+    fn the_f32_tanh_is_within_3e_7_of_tanh_everywhere_and_nan_free() {
+        let mut worst = 0.0f64;
+        for i in 0..400_001 {
+            let x = -100.0 + 200.0 * i as f64 / 400_000.0;
+            let t = tanh32(x as f32);
+            assert!(t.is_finite() && t.abs() <= 1.0, "tanh32({x}) = {t}");
+            worst = worst.max((t as f64 - (x as f32 as f64).tanh()).abs());
+        }
+        assert!(worst < 3e-7, "tanh32 error {worst:e}");
+        for x in [0.0f32, -0.0, 1e-30, -1e-30, 1e-8, 10.5, -10.5, 87.0, 800.0, -800.0, f32::MAX, f32::MIN] {
+            let t = tanh32(x);
+            assert!(
+                (t as f64 - (x as f64).tanh()).abs() < 3e-7 * (1.0 + (x as f64).abs().min(1.0)),
+                "tanh32({x}) = {t}"
+            );
+        }
+        // Absolute accuracy, not relative: 1 − e cancels for tiny |x| (tanh32(1e−30) = 0).
+        assert_eq!((tanh32(0.0), tanh32(f32::MAX), tanh32(f32::MIN)), (0.0, 1.0, -1.0));
     }
 
     #[test]
