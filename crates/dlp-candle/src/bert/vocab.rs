@@ -253,53 +253,53 @@ impl Vocab {
 
     fn encode_words(&self, line: &str) -> Result<Vec<Piece>, Error> {
         const PUNCT: &[char] = &['.', ',', ';', ':', '!', '?'];
-        let mut out = Vec::new();
-        for (col, chunk) in split_with_columns(line) {
-            // `[MASK]` may carry punctuation around it ("[MASK]."); split that off first.
-            let mut rest = chunk;
-            let mut c = col;
-            while !rest.is_empty() {
-                if let Some(r) = rest.strip_prefix("[MASK]") {
-                    out.push(Piece::Mask);
-                    rest = r;
-                    c += 6;
-                    continue;
-                }
-                let end = if rest.starts_with(PUNCT) {
-                    1
-                } else {
-                    rest.find(|ch: char| PUNCT.contains(&ch) || ch == '[').filter(|&e| e > 0).unwrap_or(rest.len())
-                };
-                let t = rest[..end].to_lowercase();
-                match self.id(&t) {
-                    Some(id) if !self.is_special(id) => out.push(Piece::Token(id)),
-                    _ => return Err(self.unknown(&rest[..end], c)),
-                }
-                rest = &rest[end..];
-                c += end;
+        // `[MASK]` may carry punctuation around it ("[MASK]."): one word or mark at a time.
+        self.encode_with(line, |rest, c| {
+            let end = if rest.starts_with(PUNCT) {
+                1
+            } else {
+                rest.find(|ch: char| PUNCT.contains(&ch) || ch == '[').filter(|&e| e > 0).unwrap_or(rest.len())
+            };
+            match self.id(&rest[..end].to_lowercase()) {
+                Some(id) if !self.is_special(id) => Ok((vec![id], end)),
+                _ => Err(self.unknown(&rest[..end], c)),
             }
-        }
-        Ok(out)
+        })
     }
 
     fn encode_wordpiece(&self, line: &str) -> Result<Vec<Piece>, Error> {
+        self.encode_with(line, |rest, c| {
+            let end = rest.find("[MASK]").filter(|&e| e > 0).unwrap_or(rest.len());
+            Ok((wordpiece::encode(self, &rest[..end]).map_err(|t| self.unknown(&t, c))?, end))
+        })
+    }
+
+    /// The pieces of `line`: its whitespace-separated chunks, `[MASK]` wherever it starts inside
+    /// one, and the text in between through `tokens(rest, column)` → (ids, bytes used), which
+    /// reads from the start of `rest` and stops before any `[MASK]`.
+    fn encode_with(
+        &self,
+        line: &str,
+        tokens: impl Fn(&str, usize) -> Result<(Vec<u32>, usize), Error>,
+    ) -> Result<Vec<Piece>, Error> {
         let mut out = Vec::new();
         for (col, chunk) in split_with_columns(line) {
-            let mut rest = chunk;
-            let mut c = col;
+            let (mut rest, mut c) = (chunk, col);
             while !rest.is_empty() {
-                if let Some(r) = rest.strip_prefix("[MASK]") {
-                    out.push(Piece::Mask);
-                    rest = r;
-                    c += 6;
-                    continue;
-                }
-                let end = rest.find("[MASK]").filter(|&e| e > 0).unwrap_or(rest.len());
-                for id in wordpiece::encode(self, &rest[..end]).map_err(|t| self.unknown(&t, c))? {
-                    out.push(Piece::Token(id));
-                }
-                rest = &rest[end..];
-                c += end;
+                let used = match rest.strip_prefix("[MASK]") {
+                    Some(_) => {
+                        out.push(Piece::Mask);
+                        "[MASK]".len()
+                    }
+                    None => {
+                        let (ids, used) = tokens(rest, c)?;
+                        out.extend(ids.into_iter().map(Piece::Token));
+                        used
+                    }
+                };
+                // Columns count characters, not bytes.
+                c += rest[..used].chars().count();
+                rest = &rest[used..];
             }
         }
         Ok(out)
