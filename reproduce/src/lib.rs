@@ -20,6 +20,7 @@ pub mod args;
 pub mod bias;
 pub mod bnn;
 pub mod corv;
+pub mod corv_bnn;
 pub mod csv_out;
 pub mod ebm;
 pub mod gf_svgd;
