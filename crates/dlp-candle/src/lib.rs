@@ -6,6 +6,8 @@
 //!   [`dlp_models::Rbm`]; for spin the gradient is with respect to the bit x = (s + 1)/2).
 //! * [`TensorPotts`]: Potts model (the convention of [`dlp_models::PottsModel`]: gradient with
 //!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
+//! * [`TensorBnn`]: the binary Bayesian neural network of [`dlp_models::BnnModel`] (Tables 2
+//!   and 4), f32 or f64, all chains in one batched graph, minibatches on the device.
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
 //! * [`binary_nn`]: the Bayesian binary neural network of paper 001 §6.2 (a continuous target on
 //!   (−1, 1)^d with a minibatch gradient by autograd, and its binarised prediction).
@@ -41,15 +43,17 @@
 pub mod bert;
 pub mod bert_train;
 pub mod binary_nn;
+mod bnn;
 pub mod ebm;
 pub mod ebm_train;
-mod layers;
 pub mod ksd;
+mod layers;
 pub mod mixture;
 mod potts;
 mod rbm;
 pub mod train;
 
+pub use bnn::TensorBnn;
 pub use candle_core;
 pub use candle_core::Device;
 pub use potts::TensorPotts;
@@ -138,11 +142,28 @@ pub trait TensorModel: Send + Sync {
     /// f of the `n = log_density.len()` rows of `xs` (and ∇f into `grad`, `n × grad_len`),
     /// on the full data. Called with `n ≥ 1` and buffers of the right lengths.
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()>;
+    /// `Some(N)` when f is a sum over N data items and minibatches are allowed
+    /// ([`dlp_core::Target::n_data`]); `None` (the default) refuses them with
+    /// [`EvalError::NoData`].
+    fn data_items(&self) -> Option<usize> {
+        None
+    }
+    /// f̂ (and ∇f̂) on the data items `items` (each `< N`, checked by the caller); called only
+    /// when [`Self::data_items`] is `Some`.
+    fn evaluate_items(
+        &self,
+        _xs: &[u32],
+        _items: &[usize],
+        _log_density: &mut [f64],
+        _grad: Option<&mut [f64]>,
+    ) -> candle_core::Result<()> {
+        Err(candle_core::Error::Msg("this tensor model has no data items".into()))
+    }
 }
 
 /// [`dlp_core::Target::evaluate`] of a tensor model: checks the buffers, refuses minibatches
-/// (these models have no data terms: [`EvalError::NoData`]) and turns candle errors into
-/// [`EvalError::Device`].
+/// unless the model has data items ([`EvalError::NoData`]; an item out of range is
+/// [`EvalError::BadItem`]) and turns candle errors into [`EvalError::Device`].
 pub fn evaluate_model<M: TensorModel + ?Sized>(
     model: &M,
     xs: &[u32],
@@ -150,9 +171,14 @@ pub fn evaluate_model<M: TensorModel + ?Sized>(
     log_density: &mut [f64],
     grad: Option<&mut [f64]>,
 ) -> Result<(), EvalError> {
-    if let Batch::Items(_) = batch {
-        return Err(EvalError::NoData);
-    }
+    let items = match (batch, model.data_items()) {
+        (Batch::Full, _) => None,
+        (Batch::Items(_), None) => return Err(EvalError::NoData),
+        (Batch::Items(items), Some(n_data)) => match items.iter().find(|&&i| i >= n_data) {
+            Some(&index) => return Err(EvalError::BadItem { index, n_data }),
+            None => Some(items),
+        },
+    };
     let (n, d, gl) = (log_density.len(), model.model_space().d, model.model_space().grad_len());
     assert_eq!(xs.len(), n * d, "xs must hold n × d = {n} × {d} indices");
     if let Some(g) = &grad {
@@ -161,7 +187,11 @@ pub fn evaluate_model<M: TensorModel + ?Sized>(
     if n == 0 {
         return Ok(());
     }
-    model.evaluate_full(xs, log_density, grad).map_err(|e| device_error(model.device_name(), e))
+    match items {
+        None => model.evaluate_full(xs, log_density, grad),
+        Some(items) => model.evaluate_items(xs, items, log_density, grad),
+    }
+    .map_err(|e| device_error(model.device_name(), e))
 }
 
 /// Implements [`dlp_core::Target`] for a [`TensorModel`].
@@ -186,7 +216,7 @@ macro_rules! tensor_target {
             }
 
             /// f (and ∇f) of the whole batch in one candle graph; candle errors are
-            /// `EvalError::Device`, minibatches `EvalError::NoData`.
+            /// `EvalError::Device`, minibatches `EvalError::NoData` unless the model has data.
             fn evaluate(
                 &self,
                 xs: &[u32],
@@ -199,6 +229,10 @@ macro_rules! tensor_target {
 
             fn take_error(&self) -> Option<dlp_core::EvalError> {
                 self.error_slot().take()
+            }
+
+            fn n_data(&self) -> Option<usize> {
+                $crate::TensorModel::data_items(self)
             }
         }
     };
