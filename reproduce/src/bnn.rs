@@ -8,8 +8,11 @@
 
 use crate::args::SamplerSpec;
 use anyhow::{Context, Result, bail};
+use dlp_candle::candle_core::DType;
+use dlp_candle::{Device, TensorBnn};
 use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_models::BnnModel;
+use dlp_models::bnn::Precision;
 use dlp_models::samples::{Delimiter, read_number_matrix};
 use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
@@ -249,6 +252,8 @@ pub struct RunConfig {
     pub every: usize,
     /// Seed.
     pub seed: u64,
+    /// Arithmetic of the network (native kernel and candle dtype alike).
+    pub precision: Precision,
 }
 
 /// The BNN on the training split with H = `hidden` and τ = 100.
@@ -257,11 +262,35 @@ pub fn model(data: &BnnData, hidden: usize) -> Result<BnnModel> {
     Ok(BnnModel::new(d, data.p, hidden, TAU, data.x_train.clone(), data.y_train.clone())?)
 }
 
-/// Runs `sampler` (with minibatch `batch` for `sg-*`) from θ₀ ~ Bernoulli(½) and returns the
-/// metric curve.
+/// The `--precision` and `--device` flags: the arithmetic, and the candle device (`None`: the
+/// native CPU kernel of `BnnModel`).
+pub fn backend(precision: &str, device: Option<&str>) -> Result<(Precision, Option<Device>)> {
+    let p = match precision {
+        "f32" => Precision::F32,
+        "f64" => Precision::F64,
+        other => bail!("--precision: {other:?} is not f32 or f64"),
+    };
+    Ok((p, device.map(dlp_candle::device).transpose().context("--device")?))
+}
+
+/// Runs `sampler` (with minibatch `batch` for `sg-*`) from θ₀ ~ Bernoulli(½) on `model` and
+/// returns the metric curve.
 pub fn run(
     data: &BnnData,
     model: &BnnModel,
+    sampler: &SamplerSpec,
+    batch: Option<usize>,
+    c: &RunConfig,
+) -> Result<Vec<Point>> {
+    run_on(data, model, model, sampler, batch, c)
+}
+
+/// [`run`] with the chains sampling `target` (the same network, e.g. a [`TensorBnn`]) while
+/// the metrics use `model`'s predictions.
+pub fn run_on(
+    data: &BnnData,
+    model: &BnnModel,
+    target: &dyn Target,
     sampler: &SamplerSpec,
     batch: Option<usize>,
     c: &RunConfig,
@@ -272,7 +301,7 @@ pub fn run(
     let mut rng = setup_rng(dlp_core::rng::derive_seed(c.seed, &[0xb11]));
     let x0: Vec<u32> = (0..c.chains * d).map(|_| rng.random_range(0..2)).collect();
     let options = RunOptions { seed: c.seed, threads: 0, chains_per_task: 0 };
-    let out = run_chains(s.as_ref(), model, &x0, c.steps, &options, |_, _| Snaps {
+    let out = run_chains(s.as_ref(), target, &x0, c.steps, &options, |_, _| Snaps {
         every: c.every,
         states: Vec::new(),
         seconds: Vec::new(),
@@ -305,7 +334,9 @@ pub struct Column {
 
 /// Runs every (data set, column, seed), then writes `curves.csv` (tidy, one row per
 /// checkpoint), `summary.json` (ours beside the paper's `paper` table), `table.md` and the
-/// figure (training log-likelihood vs step, mean over seeds, one panel per data set).
+/// figure (training log-likelihood vs step, mean over seeds, one panel per data set). The
+/// chains sample a candle [`TensorBnn`] on `device` when one is given, else the native model.
+#[allow(clippy::too_many_arguments)] // one call per table binary; a struct would only rename them
 pub fn table(
     out_run: &crate::Run,
     title: &str,
@@ -313,6 +344,7 @@ pub fn table(
     columns: &[Column],
     seeds: usize,
     c: &RunConfig,
+    device: Option<&Device>,
     paper: &[PaperRow],
 ) -> Result<serde_json::Value> {
     use crate::plot::{Figure, Panel, Series};
@@ -325,7 +357,13 @@ pub fn table(
         "---|".repeat(columns.len())
     );
     for data in datasets {
-        let m = model(data, c.hidden)?;
+        let m = model(data, c.hidden)?.with_precision(c.precision);
+        let dtype = if c.precision == Precision::F32 { DType::F32 } else { DType::F64 };
+        let tensor = device.map(|dev| TensorBnn::from_bnn(&m, dev, dtype)).transpose()?;
+        let target: &dyn Target = match &tensor {
+            Some(t) => t,
+            None => &m,
+        };
         let tag = if data.stand_in { format!("{} (synthetic stand-in)", data.name) } else { data.name.clone() };
         let paper_row = paper.iter().find(|r| r.0 == data.name);
         let (mut ll_cells, mut rmse_cells, mut series) = (Vec::new(), Vec::new(), Vec::new());
@@ -333,7 +371,7 @@ pub fn table(
             let mut curves = Vec::new();
             for i in 0..seeds {
                 let cfg = RunConfig { seed: out_run.seed() + i as u64, ..*c };
-                let curve = run(data, &m, &col.sampler, col.batch, &cfg)?;
+                let curve = run_on(data, &m, target, &col.sampler, col.batch, &cfg)?;
                 for p in &curve {
                     rows.push(vec![
                         data.name.clone(),
@@ -387,7 +425,9 @@ pub fn table(
         format!("{title}: H = {}, {} chains, {} steps, {seeds} seeds (mean over seeds)", c.hidden, c.chains, c.steps);
     out_run.write_figure(&out_run.name.clone(), &Figure { caption, labels, panels })?;
     print!("{md}");
-    let out = json!({"hidden": c.hidden, "chains": c.chains, "steps": c.steps, "every": c.every, "seeds": seeds, "tau": TAU, "rows": summary});
+    let backend = device.map_or("native".to_string(), |d| format!("candle {}", dlp_candle::device_name(d)));
+    let out = json!({"hidden": c.hidden, "chains": c.chains, "steps": c.steps, "every": c.every, "seeds": seeds, "tau": TAU,
+        "precision": format!("{:?}", c.precision).to_lowercase(), "backend": backend, "rows": summary});
     out_run.write_json("summary.json", &out)?;
     Ok(out)
 }
@@ -408,7 +448,7 @@ mod tests {
     fn metrics_match_a_direct_computation_and_do_not_depend_on_threads() {
         let data = load("synthetic").unwrap();
         let m = model(&data, 3).unwrap();
-        let c = RunConfig { hidden: 3, chains: 4, steps: 10, every: 5, seed: 1 };
+        let c = RunConfig { hidden: 3, chains: 4, steps: 10, every: 5, seed: 1, precision: Precision::F64 };
         let spec = SamplerSpec::new("dmala", Some(0.1));
         let a = run(&data, &m, &spec, None, &c).unwrap();
         assert_eq!(a.iter().map(|p| p.step).collect::<Vec<_>>(), [0, 5, 10]);

@@ -61,3 +61,31 @@ fn bad_arguments_are_one_error_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown data set \"mnist\""));
 }
+
+#[test]
+fn table2_on_candle_gives_the_native_curves_and_bad_backends_are_one_line() {
+    // f64 on both paths: f and ∇f agree to ~1e−13 (dlp-candle's TensorBnn tests), so every
+    // accept/reject and every proposal is the same unless a uniform draw falls within ~1e−12
+    // of a threshold: with ~1e5 draws here a chance below 1e−6 (and the seed is fixed).
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_table2");
+    let a = run(bin, &dir.path().join("a"), &["--precision", "f64"]);
+    let b = run(bin, &dir.path().join("b"), &["--precision", "f64", "--device", "cpu"]);
+    assert_eq!((a["backend"].as_str(), b["backend"].as_str()), (Some("native"), Some("candle cpu")));
+    assert_eq!(a["precision"], "f64");
+    for (x, y) in a["rows"].as_array().unwrap().iter().zip(b["rows"].as_array().unwrap()) {
+        for k in ["train_ll", "test_rmse"] {
+            let (u, v) = (x[k].as_f64().unwrap(), y[k].as_f64().unwrap());
+            assert!((u - v).abs() < 1e-9, "{} {k}: native {u} vs candle {v}", x["column"]);
+        }
+    }
+    for (flag, value, want) in [
+        ("--device", "tpu", "error: --device: unknown device \"tpu\""),
+        ("--precision", "f16", "error: --precision: \"f16\" is not f32 or f64"),
+    ] {
+        let o = Command::new(bin).args(["--quick", flag, value]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.starts_with(want) && e.lines().count() == 1, "{e}");
+    }
+}

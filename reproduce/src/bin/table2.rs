@@ -6,6 +6,10 @@
 //! table.md, table2.{svg,png}, meta.json}`. COMPAS and Adult come from `just data compas|adult`;
 //! News and Blog are synthetic stand-ins of their shapes; `--quick` runs a small synthetic
 //! stand-in in seconds. H = 100 (the official code's value); `--hidden 500` is the paper's.
+//!
+//! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
+//! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
+//! native kernel (the same curves at f64, `tests/bnn_quick.rs`; CUDA needs `--features cuda`).
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -43,6 +47,13 @@ struct Args {
     /// Samplers, `name` or `name@step_size`; the paper's columns are the default.
     #[arg(long, default_value = DEFAULT_SAMPLERS)]
     samplers: String,
+    /// Arithmetic of the network: f32 (the official code's; about half the cost) or f64.
+    #[arg(long, default_value = "f32")]
+    precision: String,
+    /// Evaluate the network with candle on this device (`cpu`, `cuda`, `cuda:N`; CUDA needs a
+    /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
+    #[arg(long)]
+    device: Option<String>,
 }
 
 fn main() {
@@ -53,12 +64,14 @@ fn run(args: Args) -> Result<()> {
     let c = &args.common;
     let names: Vec<String> =
         parse_list(&c.pick(args.datasets.clone(), "compas".into(), "synthetic".into()), "datasets")?;
+    let (precision, device) = bnn::backend(&args.precision, args.device.as_deref())?;
     let rc = RunConfig {
         hidden: c.pick(args.hidden, HIDDEN_CODE, 4),
         chains: c.pick(args.chains, 50, 8),
         steps: c.pick(args.steps, 1000, 40),
         every: args.every,
         seed: c.seed,
+        precision,
     };
     // Adult costs ~20× COMPAS per step (paper/table2.md, Cost): five seeds would pass 2 hours
     // on 2 cores, so its default is one seed.
@@ -91,7 +104,7 @@ fn run(args: Args) -> Result<()> {
             (d.p + 2) * rc.hidden + 1
         );
     }
-    let table = bnn::table(&run, "table2", &datasets, &columns, seeds, &rc, &TABLE2)?;
+    let table = bnn::table(&run, "table2", &datasets, &columns, seeds, &rc, device.as_ref(), &TABLE2)?;
     run.finish(&serde_json::json!({"datasets": names, "hidden": rc.hidden, "chains": rc.chains, "steps": rc.steps,
-        "every": rc.every, "seeds": seeds, "samplers": args.samplers, "rows": table["rows"].as_array().map(Vec::len)}))
+        "every": rc.every, "seeds": seeds, "samplers": args.samplers, "precision": args.precision, "device": args.device, "rows": table["rows"].as_array().map(Vec::len)}))
 }

@@ -5,6 +5,10 @@
 //! Config → `dlp_reproduce::bnn::table` → `results/table4/{curves.csv, summary.json,
 //! table.md, table4.{svg,png}, meta.json}`. Data as `table2`: COMPAS and Adult from `just
 //! data`, News and Blog synthetic stand-ins, `--quick` a small synthetic stand-in.
+//!
+//! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
+//! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
+//! native kernel (the same curves at f64, `tests/bnn_quick.rs`; CUDA needs `--features cuda`).
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -42,6 +46,13 @@ struct Args {
     /// Steps between metrics.
     #[arg(long, default_value_t = 5)]
     every: usize,
+    /// Arithmetic of the network: f32 (the official code's; about half the cost) or f64.
+    #[arg(long, default_value = "f32")]
+    precision: String,
+    /// Evaluate the network with candle on this device (`cpu`, `cuda`, `cuda:N`; CUDA needs a
+    /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
+    #[arg(long)]
+    device: Option<String>,
 }
 
 fn main() {
@@ -54,12 +65,14 @@ fn run(args: Args) -> Result<()> {
         parse_list(&c.pick(args.datasets.clone(), "compas".into(), "synthetic".into()), "datasets")?;
     let batches: Vec<usize> =
         parse_list(&c.pick(args.batch_sizes.clone(), "10,100,500".into(), "10,50".into()), "batch-sizes")?;
+    let (precision, device) = bnn::backend(&args.precision, args.device.as_deref())?;
     let rc = RunConfig {
         hidden: c.pick(args.hidden, HIDDEN_CODE, 4),
         chains: c.pick(args.chains, 50, 8),
         steps: c.pick(args.steps, 1000, 40),
         every: args.every,
         seed: c.seed,
+        precision,
     };
     // Adult costs ~20× COMPAS per step (paper/table2.md, Cost): five seeds would pass 2 hours
     // on 2 cores, so its default is one seed.
@@ -87,8 +100,9 @@ fn run(args: Args) -> Result<()> {
         let stand_in = if d.stand_in { " (synthetic stand-in)" } else { "" };
         println!("table4: {}{stand_in}: {} train × {} features, {} test", d.name, d.y_train.len(), d.p, d.y_test.len());
     }
-    let table = bnn::table(&run, "table4", &datasets, &columns, seeds, &rc, &TABLE4)?;
+    let table = bnn::table(&run, "table4", &datasets, &columns, seeds, &rc, device.as_ref(), &TABLE4)?;
     run.finish(&serde_json::json!({"datasets": names, "batch_sizes": batches, "step_size": args.step_size,
         "hidden": rc.hidden, "chains": rc.chains, "steps": rc.steps, "every": rc.every, "seeds": seeds,
+        "precision": args.precision, "device": args.device,
         "rows": table["rows"].as_array().map(Vec::len)}))
 }
