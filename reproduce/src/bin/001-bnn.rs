@@ -42,12 +42,12 @@ struct Args {
     /// Step sizes per sampler, log-spaced in [--eps-min, --eps-max] [default: 5; --paper-scale: 9; --quick: 2].
     #[arg(long)]
     grid: Option<usize>,
-    /// Smallest step size of the grid.
-    #[arg(long, default_value_t = 1e-6)]
-    eps_min: f64,
-    /// Largest step size of the grid.
-    #[arg(long, default_value_t = 1e-4)]
-    eps_max: f64,
+    /// Smallest step size of the grid [default: 1e-6; --quick: 1e-5].
+    #[arg(long)]
+    eps_min: Option<f64>,
+    /// Largest step size of the grid [default: 1e-4; --quick: 1e-3].
+    #[arg(long)]
+    eps_max: Option<f64>,
     /// Minibatch size B [default: 100 (spec; the paper does not say); --quick: 50].
     #[arg(long)]
     batch: Option<usize>,
@@ -93,7 +93,8 @@ fn run(args: Args) -> Result<()> {
     if batch == 0 || n_grid == 0 || args.epochs == Some(0) {
         bail!("--batch, --grid and --epochs must be at least 1");
     }
-    if !(args.eps_min > 0.0 && args.eps_min <= args.eps_max && args.eps_max.is_finite()) {
+    let (eps_min, eps_max) = (c.pick(args.eps_min, 1e-6, 1e-5), c.pick(args.eps_max, 1e-4, 1e-3));
+    if !(eps_min > 0.0 && eps_min <= eps_max && eps_max.is_finite()) {
         bail!("--eps-min and --eps-max must satisfy 0 < eps-min ≤ eps-max < ∞");
     }
     if !(args.prior.is_finite() && args.prior > 0.0 && (0.0..=1.0).contains(&args.threshold)) {
@@ -104,7 +105,7 @@ fn run(args: Args) -> Result<()> {
     }
     let device = dlp_candle::device(&args.device)?;
     let layers: Vec<usize> = std::iter::once(784).chain(hidden.iter().copied()).chain([10]).collect();
-    let eps = log_grid(args.eps_min, args.eps_max, n_grid);
+    let eps = log_grid(eps_min, eps_max, n_grid);
     let data: Vec<_> = names.iter().map(|n| load(n, c.seed).map(|m| split(&m))).collect::<Result<_>>()?;
     let run = Run::start("001-bnn", c)?;
     let (mut curves, mut tuning, mut panels, mut per) = (vec![], vec![], vec![], serde_json::Map::new());
@@ -189,5 +190,5 @@ fn run(args: Args) -> Result<()> {
             "corv": "CoRV works with sigmoid, arctan and softsign (comparably), and allows larger steps"},
     }))?;
     run.finish(&json!({"datasets": names, "samplers": samplers, "layers": layers, "batch": batch, "grid": n_grid,
-        "eps_min": args.eps_min, "eps_max": args.eps_max, "prior": args.prior, "paper_scale": args.paper_scale, "device": args.device}))
+        "eps_min": eps_min, "eps_max": eps_max, "prior": args.prior, "paper_scale": args.paper_scale, "device": args.device}))
 }
