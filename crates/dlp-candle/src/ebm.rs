@@ -17,7 +17,7 @@
 //! parameter gradients; on the CPU its convolutions then skip the kernel gradient candle's
 //! backward would otherwise compute (`layers.rs`).
 
-use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
+use crate::{Error, TensorCommon, TensorModel, build_error, copy_out, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::VarMap;
 use dlp_core::{ChainRng, Space};
@@ -84,9 +84,8 @@ impl ResNetConfig {
 /// The ResNet energy with a Bernoulli(μ) base term (see the module doc).
 pub struct ResNetEbm {
     config: ResNetConfig,
-    space: Space,
+    common: TensorCommon,
     device: Device,
-    device_name: String,
     dtype: DType,
     vars: VarMap,
     names: Vec<String>,
@@ -94,13 +93,12 @@ pub struct ResNetEbm {
     logit_mu: Tensor,
     base_const: f64,
     mu: Vec<f64>,
-    errors: ErrorSlot,
 }
 
 impl std::fmt::Debug for ResNetEbm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // VarMap has no Debug; the shape and device say which model this is.
-        f.debug_struct("ResNetEbm").field("config", &self.config).field("device", &self.device_name).finish()
+        f.debug_struct("ResNetEbm").field("config", &self.config).field("device", &self.common.device_name).finish()
     }
 }
 
@@ -187,8 +185,7 @@ impl ResNetEbm {
         let space = Space::binary(d);
         Ok(ResNetEbm {
             config,
-            space,
-            device_name: device_name(device),
+            common: TensorCommon::new(space, device),
             device: device.clone(),
             dtype,
             vars,
@@ -196,7 +193,6 @@ impl ResNetEbm {
             logit_mu,
             base_const,
             mu: mu.to_vec(),
-            errors: ErrorSlot::default(),
         })
     }
 
@@ -289,16 +285,8 @@ pub fn swish(z: &Tensor) -> candle_core::Result<Tensor> {
 }
 
 impl TensorModel for ResNetEbm {
-    fn model_space(&self) -> &Space {
-        &self.space
-    }
-
-    fn device_name(&self) -> &str {
-        &self.device_name
-    }
-
-    fn error_slot(&self) -> &ErrorSlot {
-        &self.errors
+    fn common(&self) -> &TensorCommon {
+        &self.common
     }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {

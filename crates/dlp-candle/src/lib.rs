@@ -127,18 +127,42 @@ pub fn device_name(device: &Device) -> String {
     }
 }
 
-/// What a tensor model writes: its space, its device, its error slot and one candle graph
+/// What every [`TensorModel`] keeps for the shared plumbing: its state space, its device's
+/// name (for error messages) and the slot where the infallible methods park errors.
+#[derive(Debug)]
+pub struct TensorCommon {
+    pub(crate) space: Space,
+    pub(crate) device_name: String,
+    errors: ErrorSlot,
+}
+
+impl TensorCommon {
+    /// The plumbing of a model on `space` whose tensors live on `device`.
+    pub fn new(space: Space, device: &Device) -> Self {
+        TensorCommon { space, device_name: device_name(device), errors: ErrorSlot::default() }
+    }
+}
+
+/// What a tensor model writes: its [`TensorCommon`] and one candle graph
 /// for f (and ∇f) of a whole batch. [`tensor_target!`](crate::tensor_target) then implements
 /// [`dlp_core::Target`] for it (the fallible `evaluate`, the infallible methods that park
 /// errors, `take_error`), so every tensor model shares one copy of that plumbing. A macro and
 /// not a blanket impl, because `Target` is another crate's trait.
 pub trait TensorModel: Send + Sync {
+    /// The space, device name and error slot the model keeps for this plumbing.
+    fn common(&self) -> &TensorCommon;
     /// The state space (named apart from `Target::space` so the two never clash in scope).
-    fn model_space(&self) -> &Space;
+    fn model_space(&self) -> &Space {
+        &self.common().space
+    }
     /// The device's name, for error messages (`cpu`, `cuda:0`).
-    fn device_name(&self) -> &str;
+    fn device_name(&self) -> &str {
+        &self.common().device_name
+    }
     /// Where the infallible methods park their errors.
-    fn error_slot(&self) -> &ErrorSlot;
+    fn error_slot(&self) -> &ErrorSlot {
+        &self.common().errors
+    }
     /// f of the `n = log_density.len()` rows of `xs` (and ∇f into `grad`, `n × grad_len`),
     /// on the full data. Called with `n ≥ 1` and buffers of the right lengths.
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()>;

@@ -5,7 +5,7 @@
 //! respect to E is candle's autograd through E, giving G_i[k] = h_ik + Σ_j J_ij [c_j = k] as
 //! the CPU model. Couplings are a dense d × d tensor whatever their sparsity.
 
-use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
+use crate::{Error, TensorCommon, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
 use dlp_core::{DomainKind, Space, Target};
 use dlp_models::PottsModel;
@@ -14,14 +14,12 @@ use dlp_models::PottsModel;
 /// device (see the module doc and the crate doc).
 #[derive(Debug)]
 pub struct TensorPotts {
-    space: Space,
+    common: TensorCommon,
     device: Device,
-    device_name: String,
     /// J, d × d, symmetric, zero diagonal, f32.
     j: Tensor,
     /// h, d × K, f32.
     h: Tensor,
-    errors: ErrorSlot,
 }
 
 impl TensorPotts {
@@ -40,14 +38,7 @@ impl TensorPotts {
         let err = |e| build_error(device, e);
         let j = Tensor::from_vec(j, (d, d), device).map_err(err)?;
         let h = Tensor::from_vec(h, (d, k), device).map_err(err)?;
-        Ok(TensorPotts {
-            space: potts.space().clone(),
-            device: device.clone(),
-            device_name: device_name(device),
-            j,
-            h,
-            errors: ErrorSlot::default(),
-        })
+        Ok(TensorPotts { common: TensorCommon::new(potts.space().clone(), device), device: device.clone(), j, h })
     }
 
     /// A Potts model on the categorical `space` from tensors already on a device: J (d × d,
@@ -90,17 +81,17 @@ impl TensorPotts {
                 }
             }
         }
-        Ok(TensorPotts { space, device_name: device_name(&device), device, j, h, errors: ErrorSlot::default() })
+        Ok(TensorPotts { common: TensorCommon::new(space, &device), device, j, h })
     }
 
     /// Number of coordinates d.
     pub fn d(&self) -> usize {
-        self.space.d
+        self.common.space.d
     }
 
     /// Number of classes K.
     pub fn k(&self) -> usize {
-        self.space.k()
+        self.common.space.k()
     }
 
     /// The device the parameters live on and the model is evaluated on.
@@ -134,16 +125,8 @@ impl TensorPotts {
 }
 
 impl TensorModel for TensorPotts {
-    fn model_space(&self) -> &Space {
-        &self.space
-    }
-
-    fn device_name(&self) -> &str {
-        &self.device_name
-    }
-
-    fn error_slot(&self) -> &ErrorSlot {
-        &self.errors
+    fn common(&self) -> &TensorCommon {
+        &self.common
     }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {

@@ -5,7 +5,7 @@
 //! candle's autograd of Σ_rows F through the input variable X (the spin map u = 2x − 1 is part
 //! of the graph, so the factor 2 comes out of `backward`).
 
-use crate::{Error, ErrorSlot, TensorModel, build_error, copy_out, device_name, input_grad};
+use crate::{Error, TensorCommon, TensorModel, build_error, copy_out, device_name, input_grad};
 use candle_core::{DType, Device, Tensor, Var};
 use dlp_core::{DomainKind, Space};
 use dlp_models::Rbm;
@@ -14,9 +14,8 @@ use dlp_models::Rbm;
 /// (see the module doc and the crate doc).
 #[derive(Debug)]
 pub struct TensorRbm {
-    space: Space,
+    common: TensorCommon,
     device: Device,
-    device_name: String,
     m: usize,
     /// W, d × M, f32.
     w: Tensor,
@@ -24,7 +23,6 @@ pub struct TensorRbm {
     b: Tensor,
     /// c, (M), f32.
     c: Tensor,
-    errors: ErrorSlot,
 }
 
 impl TensorRbm {
@@ -76,12 +74,12 @@ impl TensorRbm {
             Error::Param(format!("domain {domain:?} is not supported by the rbm model (use spin or binary)"))
         })?;
         let device = w.device().clone();
-        Ok(TensorRbm { space, device_name: device_name(&device), device, m, w, b, c, errors: ErrorSlot::default() })
+        Ok(TensorRbm { common: TensorCommon::new(space, &device), device, m, w, b, c })
     }
 
     /// Number of visible units d.
     pub fn d(&self) -> usize {
-        self.space.d
+        self.common.space.d
     }
 
     /// Number of hidden units M.
@@ -91,7 +89,7 @@ impl TensorRbm {
 
     /// True when the visible units are spins.
     pub fn is_spin(&self) -> bool {
-        self.space.kind == DomainKind::Spin
+        self.common.space.kind == DomainKind::Spin
     }
 
     /// The device the parameters live on and the model is evaluated on.
@@ -117,16 +115,8 @@ fn softplus(a: &Tensor) -> candle_core::Result<Tensor> {
 }
 
 impl TensorModel for TensorRbm {
-    fn model_space(&self) -> &Space {
-        &self.space
-    }
-
-    fn device_name(&self) -> &str {
-        &self.device_name
-    }
-
-    fn error_slot(&self) -> &ErrorSlot {
-        &self.errors
+    fn common(&self) -> &TensorCommon {
+        &self.common
     }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {

@@ -11,7 +11,7 @@
 //! both equal to central finite differences).
 
 use super::BertMlm;
-use crate::{Error, ErrorSlot, TensorModel, device_name};
+use crate::{Error, TensorCommon, TensorModel};
 use candle_core::{D, DType, Tensor, Var};
 use dlp_core::Space;
 use std::sync::Arc;
@@ -92,13 +92,11 @@ impl BertMlm {
 #[derive(Debug)]
 pub struct InfillTarget {
     model: Arc<BertMlm>,
-    space: Space,
+    common: TensorCommon,
     base: Vec<u32>,
     masked: Vec<usize>,
     allowed: Vec<u32>,
     allowed_t: Tensor,
-    device_name: String,
-    errors: ErrorSlot,
 }
 
 impl InfillTarget {
@@ -140,14 +138,12 @@ impl InfillTarget {
         let allowed_t =
             Tensor::from_vec(allowed.clone(), allowed.len(), &dev).map_err(|e| crate::build_error(&dev, e))?;
         Ok(InfillTarget {
-            space: Space::categorical(masked.len(), allowed.len()),
-            device_name: device_name(&dev),
+            common: TensorCommon::new(Space::categorical(masked.len(), allowed.len()), &dev),
             model,
             base: ids,
             masked,
             allowed,
             allowed_t,
-            errors: ErrorSlot::default(),
         })
     }
 
@@ -223,16 +219,8 @@ impl InfillTarget {
 }
 
 impl TensorModel for InfillTarget {
-    fn model_space(&self) -> &Space {
-        &self.space
-    }
-
-    fn device_name(&self) -> &str {
-        &self.device_name
-    }
-
-    fn error_slot(&self) -> &ErrorSlot {
-        &self.errors
+    fn common(&self) -> &TensorCommon {
+        &self.common
     }
 
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()> {
