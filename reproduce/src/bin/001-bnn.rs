@@ -33,7 +33,7 @@ struct Args {
     /// Samplers (corv-sigmoid, corv-arctan, corv-softsign, sgld-mirror) [default: all four].
     #[arg(long)]
     samplers: Option<String>,
-    /// The paper's scale: 100 epochs on MNIST, 300 on Fashion-MNIST, a 7-point step grid.
+    /// The paper's scale: 100 epochs on MNIST, 300 on Fashion-MNIST, a 9-point step grid.
     #[arg(long)]
     paper_scale: bool,
     /// Epochs per chain, every data set [default: 15 (paper: 100 MNIST / 300 Fashion-MNIST); --quick: 2].
