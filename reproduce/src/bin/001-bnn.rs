@@ -60,7 +60,7 @@ struct Args {
     /// candle device: cpu or cuda[:N] (needs the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// Test accuracy threshold for the epochs-to-threshold table [default: 0.85].
+    /// Test accuracy threshold for the epochs-to-threshold table.
     #[arg(long, default_value_t = 0.85)]
     threshold: f64,
 }
