@@ -80,6 +80,8 @@ fn table1_refuses_bad_flags_with_one_line_and_writes_nothing() {
         &["--samplers", "nope"],
         &["--final-ais", "10"],
         &["--device", "tpu"],
+        &["--steps", "0"],
+        &["--lr", "0"],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_table1")).args(bad).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad:?}");

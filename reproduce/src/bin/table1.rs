@@ -50,6 +50,12 @@ struct Args {
     /// Override the protocol's training iterations (e.g. a few, to check the paper path runs).
     #[arg(long)]
     iterations: Option<usize>,
+    /// Override the sampler steps per training iteration (the paper's 40; cpu scale 10).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Override the peak learning rate (the paper's 1e-4; cpu scale 1e-3).
+    #[arg(long)]
+    lr: Option<f64>,
     /// Override the final AIS (temperatures,chains).
     #[arg(long)]
     final_ais: Option<String>,
@@ -94,6 +100,18 @@ fn run(args: Args) -> Result<()> {
         }
         proto.eval_every = proto.eval_every.min(n);
         proto.iterations = n;
+    }
+    if let Some(k) = args.steps {
+        if k == 0 {
+            bail!("--steps must be at least 1");
+        }
+        proto.steps = k;
+    }
+    if let Some(lr) = args.lr {
+        if !(lr > 0.0 && lr.is_finite()) {
+            bail!("--lr must be a positive number, found {lr}");
+        }
+        proto.lr = lr;
     }
     proto.final_ais = pair(&args.final_ais, proto.final_ais, "final-ais")?;
     proto.eval_ais = pair(&args.eval_ais, proto.eval_ais, "eval-ais")?;
