@@ -62,6 +62,13 @@ pub fn split(m: &Mnist) -> Split {
 /// Data set `name`: `mnist`, `fashion-mnist` (the caches of `just data …`), or `synthetic`
 /// (the stroke digits of `dlp-data`, 1,000 images: a STAND-IN for MNIST, used by `--quick`).
 pub fn load(name: &str, seed: u64) -> Result<Mnist> {
+    load_digits(name, seed, (1000, 0))
+}
+
+/// Data set `name` as [`load`], with `synthetic` = (train, test) stand-in stroke digits
+/// (train from stream 1 of `seed`, test from stream 2; no test images when 0). Shared with
+/// `004-fig6`.
+pub fn load_digits(name: &str, seed: u64, synthetic: (usize, usize)) -> Result<Mnist> {
     let cache = |file: &str| dlp_data::mnist::default_cache_path().with_file_name(file);
     Ok(match name {
         "mnist" => Mnist::load_cache(&cache("mnist.dlpd")).context("MNIST: run `just data mnist`")?,
@@ -69,8 +76,12 @@ pub fn load(name: &str, seed: u64) -> Result<Mnist> {
             Mnist::load_cache(&cache("fashion-mnist.dlpd")).context("Fashion-MNIST: run `just data fashion-mnist`")?
         }
         "synthetic" => {
-            let (images, labels) = dlp_data::synthetic_digits(1000, derive_seed(seed, &[1]));
-            Mnist { train_images: images, train_labels: labels, test_images: vec![], test_labels: vec![] }
+            let (train_images, train_labels) = dlp_data::synthetic_digits(synthetic.0, derive_seed(seed, &[1]));
+            let (test_images, test_labels) = match synthetic.1 {
+                0 => (vec![], vec![]),
+                n => dlp_data::synthetic_digits(n, derive_seed(seed, &[2])),
+            };
+            Mnist { train_images, train_labels, test_images, test_labels }
         }
         other => bail!("--datasets: unknown data set {other:?} (known: mnist, fashion-mnist, synthetic)"),
     })

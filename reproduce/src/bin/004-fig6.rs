@@ -11,10 +11,10 @@
 //!
 //! → `results/004-fig6/{accuracy.csv, summary.json, 004-fig6.svg, 004-fig6.png, meta.json}`.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 use dlp_core::rng::derive_seed;
-use dlp_data::Mnist;
+use dlp_reproduce::corv_bnn::load_digits;
 use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series, parse_list};
 use dlp_samplers::binnet::{
     BinMlp, Images, TrainConfig, bootstrap, ensemble_accuracy, surrogate_accuracy, train_gf_svgd, train_ste,
@@ -56,23 +56,6 @@ fn main() {
     dlp_reproduce::main_with(run);
 }
 
-/// Train and test images of data set `name` (the synthetic stand-in: 2000 + 500 items).
-fn load(name: &str, seed: u64) -> Result<Mnist> {
-    let cache = |file: &str| dlp_data::mnist::default_cache_path().with_file_name(file);
-    Ok(match name {
-        "mnist" => Mnist::load_cache(&cache("mnist.dlpd")).context("MNIST: run `just data mnist`")?,
-        "fashion-mnist" => {
-            Mnist::load_cache(&cache("fashion-mnist.dlpd")).context("Fashion-MNIST: run `just data fashion-mnist`")?
-        }
-        "synthetic" => {
-            let (ti, tl) = dlp_data::synthetic_digits(2000, derive_seed(seed, &[1]));
-            let (si, sl) = dlp_data::synthetic_digits(500, derive_seed(seed, &[2]));
-            Mnist { train_images: ti, train_labels: tl, test_images: si, test_labels: sl }
-        }
-        other => bail!("--datasets: unknown data set {other:?} (known: mnist, fashion-mnist, synthetic)"),
-    })
-}
-
 fn run(args: Args) -> Result<()> {
     let c = &args.common;
     let names: Vec<String> =
@@ -87,7 +70,7 @@ fn run(args: Args) -> Result<()> {
     let cfg = TrainConfig { batch, steps, lr: args.lr };
     let net = BinMlp::new(dlp_data::mnist::PIXELS, hidden, 10);
     // Load every data set first: a missing cache fails before anything is written.
-    let sets = names.iter().map(|n| load(n, c.seed)).collect::<Result<Vec<_>>>()?;
+    let sets = names.iter().map(|n| load_digits(n, c.seed, (2000, 500))).collect::<Result<Vec<_>>>()?;
     let run = Run::start("004-fig6", c)?;
     let max_n = *sizes.iter().max().expect("non-empty");
     println!(
