@@ -141,6 +141,15 @@ build-cuda:
     CARGO_TARGET_DIR=target/cuda cargo build --release -p dlp-cli --features cuda
     echo "built target/cuda/release/dlp (cuda feature, sm_${CUDA_COMPUTE_CAP})"
 
+# `just gpu-bundle`: the cuda-feature `dlp` and dlp-candle's tests/cuda.rs, stripped and gzipped
+# into target/gpu-bundle/ (≈ 25 MB; the device tool's carry limit is 64 MiB). On a lent GPU
+# machine, one call: `bash scripts/gpu_check.sh [--quick]` with carry ["target/gpu-bundle"]
+# runs the CUDA checks, `dlp bench --device cuda:0`, the official code's port on the same GPU
+# and the 1..nproc-thread CPU scaling, and writes everything under $OUT. Never in CI.
+# Build what one GPU-machine call of scripts/gpu_check.sh needs (needs the PyPI CUDA wheels)
+gpu-bundle:
+    bash scripts/gpu_bundle.sh
+
 # `just check-cuda`: build-cuda, then dlp-candle's tests with the `cuda` feature (CPU vs CUDA
 # logits and gradients of the BERT energy to 1e-4, besides the CPU tests): run when a GPU is
 # visible, only compiled otherwise. Never in CI.

@@ -289,33 +289,3 @@ fn frozen_and_trainable_weights_give_the_same_energy_gradient() {
     assert!(diff(&g1, &g2) < 1e-12);
     assert!(g1.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap() > 0.1);
 }
-
-/// With the `cuda` feature and a GPU (`just check-cuda`): logits, energy and ∂f/∂X on CUDA
-/// equal the CPU's to 1e-4 (f32; the CPU takes the fused ops, CUDA the elementary ones).
-#[cfg(feature = "cuda")]
-#[test]
-fn cuda_matches_cpu() {
-    let cfg = config(300, 32, 2, 4, 64);
-    let w = random_weights(&cfg, 0.2, 71, WeightLayout { gamma_beta: false, tied: true });
-    let gpu = Device::new_cuda(0).expect("a CUDA device");
-    let cpu_model = model(&cfg, w.clone(), DType::F32);
-    let gpu_model = BertMlm::new(&cfg, VarBuilder::from_tensors(w, DType::F32, &gpu)).unwrap();
-    let ids = random_ids(72, 4, 11, 300);
-    let on = |d: &Device| Tensor::from_vec(ids.clone(), (4, 11), d).unwrap();
-    let masked = [1usize, 4, 5, 9];
-    let flat = |t: &Tensor| t.flatten_all().unwrap().to_device(&Device::Cpu).unwrap().to_vec1::<f32>().unwrap();
-    let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
-        for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-4 * y.abs().max(1.0), "{what}: cuda {x} vs cpu {y}");
-        }
-    };
-    close(
-        flat(&gpu_model.logits_from_ids(&on(&gpu)).unwrap()),
-        flat(&cpu_model.logits_from_ids(&on(&Device::Cpu)).unwrap()),
-        "logits",
-    );
-    let (fg, gg) = gpu_model.energy_grad(&on(&gpu), &masked).unwrap();
-    let (fc, gc) = cpu_model.energy_grad(&on(&Device::Cpu), &masked).unwrap();
-    close(flat(&fg), flat(&fc), "energy");
-    close(flat(&gg), flat(&gc), "gradient");
-}

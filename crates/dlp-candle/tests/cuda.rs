@@ -1,0 +1,151 @@
+//! Every check that needs a GPU, in one test binary (`just gpu-bundle` ships it to a lent GPU
+//! machine; `scripts/gpu_check.sh` runs it there): each tensor target and device kernel on
+//! `cuda:0` against the same computation on the CPU. Without the `cuda` feature this file
+//! compiles to nothing; with it and no visible GPU, each test says so and returns.
+
+#![cfg(feature = "cuda")]
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
+use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
+use dlp_candle::{TensorBnn, TensorPotts, TensorRbm};
+use dlp_core::{Batch, DomainKind, Space, Target, setup_rng};
+use dlp_models::{BnnModel, Couplings, PottsModel, Rbm};
+use rand::RngExt;
+
+/// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU.
+fn gpu() -> Option<Device> {
+    match Device::new_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("no CUDA device, check skipped: {e}");
+            None
+        }
+    }
+}
+
+fn uniform(rng: &mut impl RngExt, n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|_| rng.random_range(-scale..scale)).collect()
+}
+
+fn random_states(seed: u64, n: usize, d: usize, k: u32) -> Vec<u32> {
+    let mut rng = setup_rng(seed);
+    (0..n * d).map(|_| rng.random_range(0..k)).collect()
+}
+
+/// f and ∇f of `xs` on the GPU model equal the CPU model's to `tol` relative (f32 on both:
+/// the two devices sum in different orders).
+fn same_target(cpu: &dyn Target, gpu: &dyn Target, xs: &[u32], tol: f64, what: &str) {
+    let (d, gl) = (cpu.space().d, cpu.space().grad_len());
+    let n = xs.len() / d;
+    let (mut f0, mut g0) = (vec![0.0; n], vec![0.0; n * gl]);
+    let (mut f1, mut g1) = (vec![0.0; n], vec![0.0; n * gl]);
+    cpu.evaluate(xs, Batch::Full, &mut f0, Some(&mut g0)).expect("cpu evaluation");
+    gpu.evaluate(xs, Batch::Full, &mut f1, Some(&mut g1)).expect("cuda evaluation");
+    for (a, b) in f1.iter().zip(&f0).chain(g1.iter().zip(&g0)) {
+        assert!((a - b).abs() <= tol * b.abs().max(1.0), "{what}: cuda {a} vs cpu {b}");
+    }
+    assert!(g0.iter().any(|&g| g != 0.0), "{what}: the gradient is not trivially zero");
+}
+
+#[test]
+fn tensor_rbm_on_cuda_matches_cpu() {
+    let Some(dev) = gpu() else { return };
+    let (d, m) = (40, 17);
+    let mut rng = setup_rng(1);
+    let rbm = Rbm::new(DomainKind::Binary, d, m, uniform(&mut rng, d * m, 0.5), uniform(&mut rng, d, 1.0), uniform(&mut rng, m, 1.0))
+        .unwrap();
+    let cpu = TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap();
+    let cuda = TensorRbm::from_rbm(&rbm, &dev).unwrap();
+    same_target(&cpu, &cuda, &random_states(2, 33, d, 2), 1e-5, "rbm");
+}
+
+#[test]
+fn tensor_potts_on_cuda_matches_cpu() {
+    let Some(dev) = gpu() else { return };
+    let (d, k) = (12, 3);
+    let mut rng = setup_rng(3);
+    let mut j = vec![0.0; d * d];
+    for a in 0..d {
+        for b in a + 1..d {
+            let v = rng.random_range(-0.5..0.5);
+            j[a * d + b] = v;
+            j[b * d + a] = v;
+        }
+    }
+    let h = uniform(&mut rng, d * k, 1.0);
+    let potts = PottsModel::new(Space::categorical(d, k), Couplings::from_dense(d, &j).unwrap(), h).unwrap();
+    let cpu = TensorPotts::from_potts(&potts, &Device::Cpu).unwrap();
+    let cuda = TensorPotts::from_potts(&potts, &dev).unwrap();
+    same_target(&cpu, &cuda, &random_states(4, 9, d, k as u32), 1e-5, "potts");
+}
+
+#[test]
+fn tensor_bnn_on_cuda_matches_cpu() {
+    let Some(dev) = gpu() else { return };
+    let (n, p, h) = (200, 5, 7);
+    let d = (p + 2) * h + 1;
+    let mut rng = setup_rng(5);
+    let x = uniform(&mut rng, n * p, 1.0);
+    let y: Vec<f64> = (0..n).map(|_| f64::from(rng.random::<f64>() < 0.5)).collect();
+    let model = BnnModel::new(d, p, h, 100.0, x, y).unwrap();
+    let cpu = TensorBnn::from_bnn(&model, &Device::Cpu, DType::F32).unwrap();
+    let cuda = TensorBnn::from_bnn(&model, &dev, DType::F32).unwrap();
+    same_target(&cpu, &cuda, &random_states(6, 8, d, 2), 1e-4, "bnn");
+}
+
+#[test]
+fn resnet_ebm_on_cuda_matches_cpu() {
+    let Some(dev) = gpu() else { return };
+    let cfg = ResNetConfig { channels: 8, stride2_blocks: 1, stride1_blocks: 1, height: 8, width: 8 };
+    let mu = vec![0.3; cfg.d()];
+    let cpu = ResNetEbm::new(cfg, &mu, DType::F32, &Device::Cpu, &mut setup_rng(7)).unwrap();
+    let cuda = ResNetEbm::new(cfg, &mu, DType::F32, &dev, &mut setup_rng(7)).unwrap();
+    same_target(&cpu, &cuda, &random_states(8, 5, cfg.d(), 2), 1e-4, "resnet ebm");
+}
+
+fn bert_config(v: usize, h: usize, layers: usize, heads: usize, inter: usize) -> BertConfig {
+    BertConfig {
+        vocab_size: v,
+        hidden_size: h,
+        num_hidden_layers: layers,
+        num_attention_heads: heads,
+        intermediate_size: inter,
+        hidden_act: HiddenAct::Gelu,
+        max_position_embeddings: 16,
+        type_vocab_size: 2,
+        layer_norm_eps: 1e-12,
+        tie_word_embeddings: false,
+    }
+}
+
+/// Logits, energy and ∂f/∂X of the BERT energy on CUDA equal the CPU's to 1e-4 (f32; the CPU
+/// takes the fused ops, CUDA the elementary ones).
+#[test]
+fn bert_on_cuda_matches_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let cfg = bert_config(300, 32, 2, 4, 64);
+    let w = random_weights(&cfg, 0.2, 71, WeightLayout { gamma_beta: false, tied: true });
+    let cpu_model = BertMlm::new(&cfg, VarBuilder::from_tensors(w.clone(), DType::F32, &Device::Cpu)).unwrap();
+    let gpu_model = BertMlm::new(&cfg, VarBuilder::from_tensors(w, DType::F32, &gpu)).unwrap();
+    let mut rng = setup_rng(72);
+    let ids: Vec<u32> = (0..4 * 11).map(|_| rng.random_range(0..300u32)).collect();
+    let on = |d: &Device| Tensor::from_vec(ids.clone(), (4, 11), d).unwrap();
+    let masked = [1usize, 4, 5, 9];
+    let flat = |t: &Tensor| t.flatten_all().unwrap().to_device(&Device::Cpu).unwrap().to_vec1::<f32>().unwrap();
+    let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-4 * y.abs().max(1.0), "{what}: cuda {x} vs cpu {y}");
+        }
+    };
+    close(
+        flat(&gpu_model.logits_from_ids(&on(&gpu)).unwrap()),
+        flat(&cpu_model.logits_from_ids(&on(&Device::Cpu)).unwrap()),
+        "logits",
+    );
+    let (fg, gg) = gpu_model.energy_grad(&on(&gpu), &masked).unwrap();
+    let (fc, gc) = cpu_model.energy_grad(&on(&Device::Cpu), &masked).unwrap();
+    close(flat(&fg), flat(&fc), "energy");
+    close(flat(&gg), flat(&gc), "gradient");
+}
