@@ -11,6 +11,8 @@
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
 //! * [`binary_nn`]: the Bayesian binary neural network of paper 001 §6.2 (a continuous target on
 //!   (−1, 1)^d with a minibatch gradient by autograd, and its binarised prediction).
+//! * [`device_lattice`]: DULA / DMALA on a periodic Ising lattice as device-resident chains
+//!   ([`device_chains::DeviceChains`]): CUDA kernels (`kernels/lattice.cu`) and their CPU twin.
 //! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
 //!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
 //!   product and semi-implicit mixture models of paper 003 with their reference target.
@@ -44,6 +46,7 @@ pub mod bert;
 pub mod bert_train;
 pub mod binary_nn;
 mod bnn;
+pub mod device_lattice;
 pub mod ebm;
 pub mod ebm_train;
 pub mod ksd;
