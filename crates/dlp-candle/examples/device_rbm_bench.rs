@@ -1,8 +1,9 @@
 //! Milliseconds per step of the device-resident RBM samplers (`dlp_candle::device_rbm`) on a
 //! random 784 × 500 RBM drawn as the official `rbm_sample.py` does without data (W ~ N(0, 0.05),
-//! b, c ~ N(0, 1)), at 100 and 1,000 chains: DMALA (α = 0.2), DULA (α = 0.1) and block Gibbs,
-//! the step sizes of `bench/peer`. Each configuration runs WARM steps, synchronises, then
-//! times STEPS steps and a final `sync`; one JSON line each.
+//! b, c ~ N(0, 1)), at 100 and 1,000 chains: DMALA (α = 0.2), DULA (α = 0.1), block Gibbs and
+//! single-site Gibbs (`gibbs`, the per-step work of `bg-1`), the step sizes of `bench/peer`.
+//! Each configuration runs WARM steps, synchronises, then times STEPS steps and a final
+//! `sync`; one JSON line each.
 //!
 //! `cargo run --release -p dlp-candle --example device_rbm_bench [-- DEVICE STEPS WARM]`
 //! (DEVICE `cpu` by default; `cuda:0` in a build with `--features cuda`).
@@ -40,7 +41,12 @@ fn main() {
     let rbm = Rbm::new(DomainKind::Binary, d, m, w, b, c).expect("a valid RBM");
     for chains in [100, 1000] {
         let x0: Vec<u32> = (0..chains * d).map(|_| rng.random_range(0..2u32)).collect();
-        for sampler in [RbmSampler::Dmala { alpha: 0.2 }, RbmSampler::Dula { alpha: 0.1 }, RbmSampler::BlockGibbs] {
+        for sampler in [
+            RbmSampler::Dmala { alpha: 0.2 },
+            RbmSampler::Dula { alpha: 0.1 },
+            RbmSampler::BlockGibbs,
+            RbmSampler::Gibbs,
+        ] {
             let mut run = DeviceRbm::new(&rbm, sampler, &x0, 0, &dev).unwrap_or_else(|e| {
                 eprintln!("error: {e}");
                 std::process::exit(1)

@@ -19,6 +19,7 @@
 #define DLP_PURPOSE_MH 2u
 #define DLP_PURPOSE_HIDDEN 3u
 #define DLP_PURPOSE_VISIBLE 4u
+#define DLP_PURPOSE_SITE 5u
 
 // The uniform of one site from its Philox word: its top 24 bits, as an exact f32 in [0, 1).
 __device__ __forceinline__ float dlp_u24(uint32_t word) {
@@ -183,5 +184,47 @@ extern "C" __global__ void dlp_rbm_bernoulli(
                 out[row + i] = dlp_u24(dlp_word(r, k)) < dlp_sigmoid_e(ai, e) ? 1.0f : 0.0f;
             }
         }
+    }
+}
+
+// Random-scan single-site Gibbs from the cached products A = X·W (n × M, c not included),
+// in place. Per chain: block 0 of purpose SITE gives the site i = ⌊u64 · d / 2⁶⁴⌋ (words x, y)
+// and the flip uniform (word z); with δ = 1 − 2x_i the flip's log-odds are
+// Δ = b_i δ + Σ_k [softplus(A_k + c_k + W_ik δ) − softplus(A_k + c_k)], flip iff u24 < σ(Δ),
+// and a flip adds W_i δ to the chain's A row.
+extern "C" __global__ void dlp_rbm_gibbs_site(
+    float* __restrict__ x, float* __restrict__ a, const float* __restrict__ w, const float* __restrict__ b,
+    const float* __restrict__ c, uint32_t d, uint32_t m, uint32_t k0, uint32_t k1, uint32_t step) {
+    __shared__ float scratch[DLP_WARPS];
+    const uint32_t chain = blockIdx.x;
+    const dlp_u32x4 r = dlp_philox_block(k0, k1, chain, step, DLP_PURPOSE_SITE, 0);
+    const uint32_t i = (uint32_t)__umul64hi(dlp_u64_of(r.x, r.y), (uint64_t)d);
+    const float xi = x[(size_t)chain * d + i];
+    const float delta = 1.0f - 2.0f * xi;
+    const float* wi = w + (size_t)i * m;
+    float* ar = a + (size_t)chain * m;
+    float acc = 0.0f;
+    for (uint32_t q = threadIdx.x; 4 * q < m; q += DLP_THREADS) {
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t j = 4 * q + k;
+            if (j < m) {
+                const float v0 = ar[j] + c[j];
+                const float v1 = v0 + wi[j] * delta;
+                acc += dlp_softplus_e(v1, expf(-fabsf(v1))) - dlp_softplus_e(v0, expf(-fabsf(v0)));
+            }
+        }
+    }
+    const float log_odds = b[i] * delta + dlp_block_sum(acc, scratch);
+    const float e = expf(-fabsf(log_odds));
+    if (dlp_u24(r.z) < dlp_sigmoid_e(log_odds, e)) {
+        for (uint32_t q = threadIdx.x; 4 * q < m; q += DLP_THREADS) {
+            #pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const uint32_t j = 4 * q + k;
+                if (j < m) ar[j] += wi[j] * delta;
+            }
+        }
+        if (threadIdx.x == 0) x[(size_t)chain * d + i] = 1.0f - xi;
     }
 }

@@ -1,5 +1,5 @@
-//! [`DeviceRbm`]: DULA, DMALA and RBM block Gibbs on a Bernoulli RBM with the chains, their
-//! caches and their random numbers kept on a candle [`Device`] (a CUDA GPU with the `cuda`
+//! [`DeviceRbm`]: DULA, DMALA, RBM block Gibbs and single-site Gibbs on a Bernoulli RBM with
+//! the chains, their caches and their random numbers kept on a candle [`Device`] (a CUDA GPU with the `cuda`
 //! feature; on the CPU the same algorithm runs through each kernel's Rust twin).
 //!
 //! **Model.** f(x) = b·u + Σ_k softplus(c_k + Σ_i W_ik u_i) with u = x (binary) or u = 2x − 1
@@ -17,6 +17,7 @@
 //! | `dmala` | propose → [gemm Y·W̃] → hidden → [gemm S·W̃ᵀ] → accept: **5** |
 //! | `dula`  | propose → [gemm Y·W̃] → hidden → [gemm S·W̃ᵀ]: **4** |
 //! | `block-gibbs` | [gemm X·W̃] → bernoulli(h) → [gemm H·W̃ᵀ] → bernoulli(x): **4** |
+//! | `gibbs` | gibbs_site: **1** (plus [gemm X·W̃] and two copies every d steps) |
 //!
 //! * `propose`: per site g = G + b̃, the flip logit ℓ = ½ g (1 − 2x) − 1/(2α), flip iff
 //!   u < σ(ℓ); writes Y and, per chain, log q(y|x) = Σ_{flipped} ℓ − Σ_i softplus(ℓ).
@@ -25,21 +26,28 @@
 //!   A = (f(y) − f(x)) + (log q(x|y) − log q(y|x)), accept iff ln u < A, then the rows x, G and
 //!   f(x) of accepted chains are overwritten with y's in place and the count incremented.
 //! * `bernoulli`: out = [u < σ(A + bias)] for the hidden (bias c̃) or visible (bias b̃) layer.
+//! * `gibbs_site`: per chain a uniformly drawn site i, its flip log-odds
+//!   Δ = b̃_i δ + Σ_k [softplus(a_k + c̃_k + W̃_ik δ) − softplus(a_k + c̃_k)] (δ = 1 − 2x_i) from
+//!   the cached a = W̃ᵀx, flip iff u < σ(Δ), and then a += δ W̃_i in place: O(M) per chain.
+//!   a is recomputed from the states every d steps so that f32 rounding cannot accumulate.
 //!
 //! State between steps: X (n × d), and for DLP the raw gradient product G = σ(a)W̃ᵀ (n × d)
-//! at x, for DMALA also f(x) (n) and the accepted counts (n, u32); the step counter lives on
-//! the host. Bytes moved per DMALA step, beyond the two products' reads of W̃ (2·d·M·4): the
-//! elementwise kernels read or write about 11 n·d + 4 n·M f32 values (X, G, Y twice, GY; A, S),
-//! ≈ 36 MB at n = 1000, d = 784, M = 500 — microseconds at HBM bandwidth; at these sizes a
-//! step is bounded by the two products and by launch latency, which is why the elementwise
-//! work is fused into three kernels instead of candle's ~40 ops.
+//! at x, for DMALA also f(x) (n) and the accepted counts (n, u32), for single-site Gibbs
+//! A = XW̃ (n × M); the step counter lives on the host. Bytes moved per DMALA step, beyond the
+//! two products' reads of W̃ (2·d·M·4): about 10 n·d + 4 n·M f32 values are read or written
+//! (propose: X, G, Y; accept: X, Y, GY and the accepted rows of X, G; the products' Y, GY, A,
+//! S; hidden: A, S), ≈ 40 MB at n = 1000, d = 784, M = 500 — microseconds at HBM bandwidth;
+//! at these sizes a step is bounded by the two products and by launch latency, which is why
+//! the elementwise work is fused into three kernels instead of candle's ~40 ops. A `gibbs`
+//! step reads one row of W̃ and a per chain (2 n·M floats): launch latency alone.
 //!
 //! **Random numbers.** Chain j of a run seeded s draws from Philox4x32-10 keyed by
 //! [`key_of_seed`]`(s)` ([`crate::philox`]) with counter `[index, purpose, step, j]`: site i
 //! of a layer uses word i mod 4 of block index i / 4 of its purpose ([`PURPOSE_FLIP`],
 //! [`PURPOSE_HIDDEN`], [`PURPOSE_VISIBLE`]); DMALA's MH uniform is words 0 and 1 (high, low)
 //! of block 0 of [`PURPOSE_MH`], a 53-bit uniform u ∈ (0, 1) compared as ln u < A in f64
-//! (A itself is f32). A site's uniform is the word's top 24 bits, (w ≫ 8)/2²⁴, compared with
+//! (A itself is f32); single-site Gibbs takes block 0 of [`PURPOSE_SITE`]: words 0 and 1 give
+//! the site ⌊u₆₄ d / 2⁶⁴⌋ ([`site_of`]), word 2 the flip uniform. A site's uniform is the word's top 24 bits, (w ≫ 8)/2²⁴, compared with
 //! the f32 probability: the realised flip and Bernoulli probabilities are the f32 values
 //! σ(ℓ) rounded up to a multiple of 2⁻²⁴ (an error ≤ 6·10⁻⁸ per site). The step index is
 //! the low 32 bits of the step count. A chain's random numbers depend on (seed, j) only,
@@ -62,7 +70,11 @@
 //!
 //! **Names.** `block-gibbs` is the RBM's alternating block Gibbs sweep (h ~ p(h|x), then
 //! x ~ p(x|h): all d visibles per step), the `block-gibbs` row of the sampler registry — not
-//! `bg-1`, which there means one random site per step.
+//! `bg-1`, which there (and in the official code) redraws one site per step. `gibbs` is
+//! random-scan single-site Gibbs (the registry's `gibbs`): the same per-step work as `bg-1`,
+//! whose sites follow a shuffled order instead of independent uniform draws (the official
+//! code evaluates f at both values of the site with two full products; here the cached a
+//! makes that O(M)).
 
 use crate::device_chains::DeviceChains;
 use crate::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
@@ -82,6 +94,8 @@ pub const PURPOSE_MH: u32 = 2;
 pub const PURPOSE_HIDDEN: u32 = 3;
 /// Philox purpose of block Gibbs' visible-unit uniforms.
 pub const PURPOSE_VISIBLE: u32 = 4;
+/// Philox purpose of single-site Gibbs' site and flip uniforms.
+pub const PURPOSE_SITE: u32 = 5;
 /// The step index of DMALA's set-up pass (which accepts unconditionally and never reads its
 /// uniform); real steps count from 0.
 const INIT_STEP: u32 = u32::MAX;
@@ -101,6 +115,9 @@ pub enum RbmSampler {
     },
     /// RBM block Gibbs: h ~ p(h|x), then x ~ p(x|h).
     BlockGibbs,
+    /// Random-scan single-site Gibbs: one uniformly drawn visible unit per chain and step,
+    /// redrawn from its conditional (the registry's `gibbs`; the per-step cost of `bg-1`).
+    Gibbs,
 }
 
 /// The uniform of one site: the top 24 bits of its Philox word, exactly, in [0, 1).
@@ -129,7 +146,9 @@ struct Consts {
     /// W̃ (d × M) and W̃ᵀ (M × d, contiguous), f32 on the device.
     w: Tensor,
     wt: Tensor,
-    /// b̃ and c̃ on the host (the CPU twin reads them; the GPU state keeps its own copies).
+    /// W̃ (d × M), b̃ and c̃ on the host (the CPU twin reads them; the GPU state keeps its own
+    /// copies).
+    w_host: Vec<f32>,
     b: Vec<f32>,
     c: Vec<f32>,
 }
@@ -140,10 +159,12 @@ enum State {
     Cuda(gpu::GpuState),
 }
 
-/// The CPU twin's state: X, G (DLP), f(x) and counts (DMALA), all as on the device.
+/// The CPU twin's state: X, G (DLP), f(x) and counts (DMALA), A = XW̃ (single-site Gibbs),
+/// all as on the device.
 struct CpuState {
     x: Vec<f32>,
     g: Vec<f32>,
+    a: Vec<f32>,
     f: Vec<f32>,
     count: Vec<u32>,
 }
@@ -164,7 +185,7 @@ impl DeviceRbm {
                 }
                 (0.5 / alpha) as f32
             }
-            RbmSampler::BlockGibbs => 0.0,
+            RbmSampler::BlockGibbs | RbmSampler::Gibbs => 0.0,
         };
         if x0.is_empty() || !x0.len().is_multiple_of(d) {
             return Err(Error::Param(format!(
@@ -197,10 +218,12 @@ impl DeviceRbm {
             .collect();
         let up =
             |v: &[f32], shape: (usize, usize)| Tensor::from_slice(v, shape, device).map_err(|e| build_error(device, e));
-        let (w, wt) = (up(&w, (d, m))?, up(&wt, (m, d))?);
+        let (w_host, w, wt) = (w.clone(), up(&w, (d, m))?, up(&wt, (m, d))?);
         let x0f: Vec<f32> = x0.iter().map(|&v| v as f32).collect();
         let state = match device {
-            Device::Cpu => State::Cpu(CpuState { x: x0f, g: Vec::new(), f: Vec::new(), count: vec![0; n] }),
+            Device::Cpu => {
+                State::Cpu(CpuState { x: x0f, g: Vec::new(), a: Vec::new(), f: Vec::new(), count: vec![0; n] })
+            }
             #[cfg(feature = "cuda")]
             Device::Cuda(dev) => {
                 State::Cuda(gpu::GpuState::new(dev, sampler, &x0f, n, d, &b, &c).map_err(|e| build_error(device, e))?)
@@ -213,7 +236,7 @@ impl DeviceRbm {
                 )));
             }
         };
-        let k = Consts { sampler, n, d, m, key: key_of_seed(seed), half_inv_alpha, w, wt, b, c };
+        let k = Consts { sampler, n, d, m, key: key_of_seed(seed), half_inv_alpha, w, wt, w_host, b, c };
         let mut state = state;
         match &mut state {
             State::Cpu(st) => k.start_cpu(st),
@@ -248,6 +271,10 @@ impl Consts {
         let (n, d, m) = (self.n, self.d, self.m);
         match self.sampler {
             RbmSampler::BlockGibbs => Ok(()),
+            RbmSampler::Gibbs => {
+                st.a = cpu_product(&st.x, n, d, &self.w)?;
+                Ok(())
+            }
             RbmSampler::Dula { .. } => {
                 let (g, _) = cpu_gradient(&st.x, n, d, m, &self.w, &self.wt, &self.c)?;
                 st.g = g;
@@ -296,6 +323,14 @@ impl Consts {
                     bernoulli_row(&v[j * d..(j + 1) * d], &self.b, key, j as u32, step, PURPOSE_VISIBLE, xr);
                 });
             }
+            RbmSampler::Gibbs => {
+                if refreshes(step, d) {
+                    st.a = cpu_product(&st.x, n, d, &self.w)?;
+                }
+                st.x.par_chunks_mut(d).zip(st.a.par_chunks_mut(m)).enumerate().for_each(|(j, (xr, ar))| {
+                    gibbs_site_row(xr, ar, &self.w_host, &self.b, &self.c, key, j as u32, step);
+                });
+            }
         }
         Ok(())
     }
@@ -307,6 +342,7 @@ impl DeviceChains for DeviceRbm {
             RbmSampler::Dula { .. } => "dula".into(),
             RbmSampler::Dmala { .. } => "dmala".into(),
             RbmSampler::BlockGibbs => "block-gibbs".into(),
+            RbmSampler::Gibbs => "gibbs".into(),
         }
     }
 
@@ -547,6 +583,43 @@ fn bernoulli_row(a: &[f32], bias: &[f32], key: [u32; 2], chain: u32, step: u32, 
     }
 }
 
+/// True when single-site Gibbs recomputes its cached products A = XW̃ from the states before
+/// step `step` (every d steps, so that the f32 rounding of the in-place updates cannot
+/// accumulate; the CPU twin and the GPU follow the same schedule).
+fn refreshes(step: u32, d: usize) -> bool {
+    step > 0 && (step as usize).is_multiple_of(d)
+}
+
+/// The site of a single-site Gibbs step: ⌊u · d / 2⁶⁴⌋ for the 64-bit uniform u (bias
+/// ≤ d/2⁶⁴, far below any f32 probability's resolution).
+#[inline]
+pub fn site_of(u: u64, d: usize) -> usize {
+    ((u as u128 * d as u128) >> 64) as usize
+}
+
+/// `dlp_rbm_gibbs_site` for one chain: x (d) and its cached products a = xW̃ (M) in place.
+#[allow(clippy::too_many_arguments)]
+fn gibbs_site_row(x: &mut [f32], a: &mut [f32], w: &[f32], b: &[f32], c: &[f32], key: [u32; 2], chain: u32, step: u32) {
+    let (d, m) = (x.len(), a.len());
+    let r = block(key, chain, step, PURPOSE_SITE, 0);
+    let i = site_of(u64_of(r[0], r[1]), d);
+    let delta = 1.0 - 2.0 * x[i];
+    let wi = &w[i * m..(i + 1) * m];
+    let mut sum = BlockSum::new();
+    for k in 0..m {
+        let v0 = a[k] + c[k];
+        let v1 = v0 + wi[k] * delta;
+        sum.add(k, softplus_e(v1, (-v1.abs()).exp()) - softplus_e(v0, (-v0.abs()).exp()));
+    }
+    let log_odds = b[i] * delta + sum.total();
+    if site_uniform(r[2]) < sigmoid_e(log_odds, (-log_odds.abs()).exp()) {
+        for (ak, wk) in a.iter_mut().zip(wi) {
+            *ak += wk * delta;
+        }
+        x[i] = 1.0 - x[i];
+    }
+}
+
 /// rows (n × k) times `w` (k × ·) by candle's CPU gemm, row-major out.
 fn cpu_product(rows: &[f32], n: usize, k: usize, w: &Tensor) -> candle_core::Result<Vec<f32>> {
     Tensor::from_slice(rows, (n, k), &Device::Cpu)?.matmul(w)?.flatten_all()?.to_vec1::<f32>()
@@ -579,7 +652,7 @@ mod gpu {
     //! and wrapped as tensors for the products; kernels only ever write buffers they own
     //! (`&mut CudaSlice`) or fresh ones.
 
-    use super::{INIT_STEP, PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler, THREADS};
+    use super::{INIT_STEP, PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler, THREADS, refreshes};
     use crate::kernels::{cuda_func, launch_config};
     use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
     use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
@@ -597,6 +670,8 @@ mod gpu {
         Dula { x: Tensor, g: Tensor },
         /// Block Gibbs: X, replaced every step.
         Gibbs { x: Tensor },
+        /// Single-site Gibbs: X and A = XW̃, updated in place.
+        Site { x: CudaSlice<f32>, a: CudaSlice<f32> },
     }
 
     pub(super) struct GpuState {
@@ -611,6 +686,7 @@ mod gpu {
         hidden: CudaFunction,
         accept: CudaFunction,
         bernoulli: CudaFunction,
+        gibbs_site: CudaFunction,
         chains: Chains,
     }
 
@@ -651,6 +727,7 @@ mod gpu {
                     Chains::Dula { g: x.zeros_like()?, x }
                 }
                 RbmSampler::BlockGibbs => Chains::Gibbs { x: tensor(dev.clone_htod(x0)?, dev, (n, d)) },
+                RbmSampler::Gibbs => Chains::Site { x: dev.clone_htod(x0)?, a: dev.alloc_zeros::<f32>(n * c.len())? },
             };
             Ok(GpuState {
                 dev: dev.clone(),
@@ -664,6 +741,7 @@ mod gpu {
                 hidden: func("dlp_rbm_hidden")?,
                 accept: func("dlp_rbm_accept")?,
                 bernoulli: func("dlp_rbm_bernoulli")?,
+                gibbs_site: func("dlp_rbm_gibbs_site")?,
                 chains,
             })
         }
@@ -769,9 +847,25 @@ mod gpu {
             Ok(tensor(out, &self.dev, (n, w)))
         }
 
+        /// Single-site Gibbs: A = XW̃ recomputed from the states (one gemm and two copies).
+        fn refresh(&mut self, w: &Tensor) -> Result<()> {
+            let (n, d) = (self.n, self.d);
+            let Chains::Site { x, a } = &mut self.chains else {
+                candle_core::bail!("device RBM: refresh of a sampler without cached products")
+            };
+            // SAFETY: fully written by the copy.
+            let mut xc = unsafe { self.dev.alloc::<f32>(n * d)? };
+            self.dev.memcpy_dtod(x, &mut xc)?;
+            let product = tensor(xc, &self.dev, (n, d)).matmul(w)?;
+            let (guard, layout) = product.storage_and_layout();
+            self.dev.memcpy_dtod(slice(&guard, layout)?, a)?;
+            Ok(())
+        }
+
         pub(super) fn start(&mut self, w: &Tensor, wt: &Tensor, half_inv_alpha: f32, key: [u32; 2]) -> Result<()> {
             match &self.chains {
                 Chains::Gibbs { .. } => Ok(()),
+                Chains::Site { .. } => self.refresh(w),
                 Chains::Dula { x, .. } => {
                     let (g, _) = self.gradient(x, w, wt)?;
                     if let Chains::Dula { g: old, .. } = &mut self.chains {
@@ -822,6 +916,23 @@ mod gpu {
                     self.chains = Chains::Dula { x: y, g: gy };
                     Ok(())
                 }
+                Chains::Site { .. } => {
+                    if refreshes(step, self.d) {
+                        self.refresh(w)?;
+                    }
+                    let cfg = self.cfg();
+                    let (d32, m32) = (self.d as u32, self.m as u32);
+                    let (wg, wl) = w.storage_and_layout();
+                    let w_sl = slice(&wg, wl)?;
+                    let Chains::Site { x, a } = &mut self.chains else { unreachable!("matched above") };
+                    let mut args = self.stream.launch_builder(&self.gibbs_site);
+                    args.arg(x).arg(a).arg(w_sl).arg(&self.b).arg(&self.c).arg(&d32).arg(&m32);
+                    args.arg(&key[0]).arg(&key[1]).arg(&step);
+                    // SAFETY: argument list of `dlp_rbm_gibbs_site`; x n × d, a n × M, w d × M
+                    // (W̃, contiguous), b d, c M floats.
+                    unsafe { args.launch(cfg) }.w()?;
+                    Ok(())
+                }
                 Chains::Gibbs { x } => {
                     let a = x.matmul(w)?;
                     let h = self.bernoulli(&a, &self.c, key, step, PURPOSE_HIDDEN)?;
@@ -835,7 +946,7 @@ mod gpu {
 
         pub(super) fn positions(&self) -> Result<Vec<f32>> {
             match &self.chains {
-                Chains::Dmala { x, .. } => self.dev.clone_dtoh(x),
+                Chains::Dmala { x, .. } | Chains::Site { x, .. } => self.dev.clone_dtoh(x),
                 Chains::Dula { x, .. } | Chains::Gibbs { x } => x.flatten_all()?.to_vec1::<f32>(),
             }
         }

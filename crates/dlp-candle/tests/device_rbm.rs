@@ -1,12 +1,15 @@
-//! Device-resident RBM chains (`dlp_candle::device_rbm`) on the CPU device (and on cuda:0 when
-//! built with the `cuda` feature and a GPU is present): every step reconstructed in f64 from
-//! the documented Philox streams, streams independent of the number of chains, the law after
-//! T steps against dlp-exact's transition matrices, and input errors.
+//! Device-resident RBM chains (`dlp_candle::device_rbm`: DULA, DMALA, block and single-site
+//! Gibbs) on the CPU device (and on cuda:0 when built with the `cuda` feature and a GPU is
+//! present): every step reconstructed in f64 from the documented Philox streams, streams
+//! independent of the number of chains, the law after T steps against dlp-exact's transition
+//! matrices, and input errors.
 
 use candle_core::Device;
 use dlp_candle::Error;
 use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{DeviceRbm, PURPOSE_FLIP, PURPOSE_HIDDEN, PURPOSE_MH, PURPOSE_VISIBLE, RbmSampler};
+use dlp_candle::device_rbm::{
+    DeviceRbm, PURPOSE_FLIP, PURPOSE_HIDDEN, PURPOSE_MH, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler,
+};
 use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
@@ -80,11 +83,22 @@ fn reference_step(rbm: &Rbm, sampler: RbmSampler, key: [u32; 2], j: usize, t: u3
             rbm.visible_logits(&h, &mut l);
             draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_VISIBLE, i), sigmoid(l[i]))), TIE)
         }
+        RbmSampler::Gibbs => {
+            // Site ⌊u·d/2⁶⁴⌋ from words 0, 1 of block 0; its flip uniform from word 2.
+            let r = philox4x32_10(counter(j as u32, t, PURPOSE_SITE, 0), key);
+            let i = ((u64_of(r[0], r[1]) as u128 * d as u128) >> 64) as usize;
+            let mut y = x.to_vec();
+            y[i] ^= 1;
+            let mut f = [0.0; 2];
+            rbm.log_density_batch(&[x, &y[..]].concat(), &mut f);
+            let flip = draws(std::iter::once(((r[2] >> 8) as f64 / 16_777_216.0, sigmoid(f[1] - f[0]))), TIE)?;
+            Some(if flip[0] == 1 { y } else { x.to_vec() })
+        }
     }
 }
 
-const SAMPLERS: [RbmSampler; 3] =
-    [RbmSampler::Dula { alpha: 0.3 }, RbmSampler::Dmala { alpha: 0.3 }, RbmSampler::BlockGibbs];
+const SAMPLERS: [RbmSampler; 4] =
+    [RbmSampler::Dula { alpha: 0.3 }, RbmSampler::Dmala { alpha: 0.3 }, RbmSampler::BlockGibbs, RbmSampler::Gibbs];
 
 /// Runs `steps` steps of every sampler on `device` and checks each chain's every step against
 /// [`reference_step`] from the chain's previous position (so the cached G and f(x) are
@@ -92,7 +106,7 @@ const SAMPLERS: [RbmSampler; 3] =
 /// dropped from then on; at least 80% must survive (a tie has probability ~1e−4 per chain-step
 /// here). Returns the positions after each step, per sampler.
 fn check_against_reference(device: &Device, domain: DomainKind) -> Vec<Vec<Vec<u32>>> {
-    let (d, m, n, steps, seed) = (22, 7, 24, 4u32, 11);
+    let (d, m, n, steps, seed) = (22, 7, 24, 25u32, 11);
     let rbm = random_rbm(domain, d, m, 0.8, 3);
     let x0 = random_bits(n * d, 4);
     let key = key_of_seed(seed);
@@ -234,6 +248,7 @@ fn check_law(device: &Device, domain: DomainKind, seed: u64) {
             RbmSampler::BlockGibbs => {
                 dlp_exact::reference::rbm_block_gibbs(d, m, rbm.w(), rbm.b(), rbm.c(), rbm.is_spin())
             }
+            RbmSampler::Gibbs => dlp_exact::reference::gibbs_random(&rbm).unwrap(),
         };
         let pt = p.pow(steps as u32);
         let law: Vec<f64> = (0..ns).map(|s| (0..ns).map(|r| pt[(r, s)]).sum::<f64>() / ns as f64).collect();
