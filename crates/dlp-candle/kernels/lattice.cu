@@ -24,6 +24,12 @@
 #define DLP_PURPOSE_MH 2u
 #define DLP_LOW48 0xFFFFFFFFFFFFull
 
+// The dynamic shared memory of a kernel (a macro so that the host emulation of these kernels,
+// tests/emu/lattice_emu.cpp, can point it at a host buffer).
+#ifndef DLP_LAT_DYNAMIC_SHARED
+#define DLP_LAT_DYNAMIC_SHARED(name) extern __shared__ __align__(16) uint8_t name[]
+#endif
+
 // Bytes of one shared window: the segment plus two rows, rounded up to 16 (the Rust side's
 // `window`, which sizes the dynamic shared memory).
 __device__ __forceinline__ int dlp_lat_window(int cols) {
@@ -71,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(DLP_LAT_THREADS)
 dlp_lattice_propose(uint8_t* spins, const uint8_t* __restrict__ parity, uint32_t gpar,
                     const uint64_t* __restrict__ thr, uint32_t k0, uint32_t k1, uint32_t step, uint32_t rows,
                     uint32_t cols, uint32_t n, uint32_t stride, uint32_t segs) {
-    extern __shared__ __align__(16) uint8_t dlp_lat_smem[];
+    DLP_LAT_DYNAMIC_SHARED(dlp_lat_smem);
     __shared__ uint32_t s_hi[DLP_LAT_CLASSES];
     __shared__ uint64_t s_lo[DLP_LAT_CLASSES];
     const uint32_t j = blockIdx.x / segs, seg = blockIdx.x - j * segs;
@@ -135,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(DLP_LAT_THREADS)
 dlp_lattice_stats(const uint8_t* __restrict__ spins, const uint8_t* __restrict__ parity,
                   uint32_t* __restrict__ stats, uint32_t spin, uint32_t rows, uint32_t cols, uint32_t n,
                   uint32_t stride, uint32_t segs) {
-    extern __shared__ __align__(16) uint8_t dlp_lat_smem[];
+    DLP_LAT_DYNAMIC_SHARED(dlp_lat_smem);
     __shared__ uint32_t s_cnt[DLP_LAT_STATS];
     const uint32_t j = blockIdx.x / segs, seg = blockIdx.x - j * segs;
     const int C = (int)cols, d = (int)(rows * cols);

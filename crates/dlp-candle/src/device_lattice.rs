@@ -40,8 +40,9 @@
 //!   shared memory (≈ (1,024 + 2C)/1,024 bytes read per site, coalesced), copies the ten
 //!   thresholds into shared memory, and each thread makes 8 flip decisions from one Philox
 //!   block (its 8 sites = that block's 8 draws) by integer comparison, writing its 8 bytes
-//!   with one 64-bit store. Per spin-step: ≈ 1.2 bytes read + 1 byte written, 1/8 Philox call
-//!   (+ 2⁻¹⁶ for ties), ~10 integer instructions and 3.25 shared-memory byte loads;
+//!   with one 64-bit store. Per spin-step: ≈ 1.2 bytes read (at C = 100) + 1 byte written,
+//!   1/8 Philox call (+ 2⁻¹⁶ for ties), 5 shared-memory byte loads and ~15 other integer
+//!   instructions;
 //! * `dlp_lattice_stats` ([`stats_chain`], DMALA): the same blocking over x and y; per
 //!   thread class counts packed in one 64-bit register (6 bits per class), reduced by warp
 //!   `__reduce_add_sync` and shared atomics into 12 counters per chain (H', sb, flips): ≈ 2.4
@@ -50,12 +51,13 @@
 //!   (`__dmul_rn`/`__dadd_rn`, so no contraction), the MH uniform, parity/H/count updates, and
 //!   it zeroes the counters for the next step.
 //!
-//!   Expected cost on an H100 at L = 100 and 1,024 chains (10⁷ spins): the spins (2 × 10 MB)
-//!   stay in the 50 MB L2, so DULA is bound by the Philox work (≈ 60 integer instructions per
-//!   block, 1/8 block per spin), ≈ 1e-3 ns per spin-step; DMALA adds one cheaper pass and a
-//!   per-chain kernel, ≈ 2e-3 ns. These are estimates: the kernels have been compiled here
-//!   (nvcc/ptxas) but not run; `tests/device_lattice.rs` holds the bit-for-bit GPU-vs-twin
-//!   test for a machine with a GPU.
+//!   Expected cost on an H100 at L = 100 and 1,024 chains (10⁷ spins a step): the spins
+//!   (2 × 10 MB) stay in the 50 MB L2, so a step is bound by instruction issue: ≈ 40
+//!   instructions per spin for DULA (a quarter of them Philox) → ≈ 1.3e-3 ns per spin-step;
+//!   DMALA adds the statistics pass (≈ 35 per spin) and a per-chain kernel → ≈ 3e-3 ns. These
+//!   are estimates: the kernels compile (nvcc 13, ptxas sm_90: no spills; 34 registers for the
+//!   proposal, 31 for the statistics, 40 for the acceptance kernel) but have not been run
+//!   here; `tests/device_lattice.rs` holds the bit-for-bit GPU-vs-twin test for a GPU machine.
 //!
 //! The one value the two sides may not share bit for bit is ln u (CUDA's `log` is within one
 //! ulp of the correctly rounded result Rust's libm gives), so a DMALA decision could differ
@@ -273,6 +275,12 @@ impl DeviceLattice {
     /// The flip thresholds T_k = ⌊p_k·2⁶⁴⌋ of the ten classes (class k = 5·bit + up).
     pub fn thresholds(&self) -> [u64; CLASSES] {
         self.thr
+    }
+
+    /// softplus(ℓ_k) of the ten classes: the log normaliser log(1 + e^ℓ) of a site's proposal
+    /// (DMALA's ratio uses them).
+    pub fn log_normalisers(&self) -> [f64; CLASSES] {
+        self.softplus
     }
 
     /// The flip probability T/2⁶⁴ the kernel realises at every site of the state `x` (bits,
