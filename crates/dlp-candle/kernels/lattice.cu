@@ -10,8 +10,11 @@
 //
 // Blocking: a block of DLP_LAT_THREADS threads owns DLP_LAT_SEG consecutive sites of one
 // chain (blockIdx.x = j*segs + seg); it copies them plus one row above and below (wrapped mod
-// d) into shared memory; thread t handles the 8 sites 8t..8t+7 of the segment, whose 16-bit
-// draws are the 8 halves of the one Philox block of index s/8.
+// d) into shared memory, the segment 8-byte aligned; thread t handles the 8 sites 8t..8t+7 of
+// the segment, whose 16-bit draws are the 8 halves of the one Philox block of index s/8, and
+// computes their 8 classes at once as bytes of a 64-bit word (SWAR: the four neighbour rows
+// are shifted 64-bit words of the window, added lane by lane; lanes never carry since a
+// class is at most 9).
 #include "philox.cuh"
 
 #define DLP_LAT_THREADS 128
@@ -30,32 +33,66 @@
 #define DLP_LAT_DYNAMIC_SHARED(name) extern __shared__ __align__(16) uint8_t name[]
 #endif
 
-// Bytes of one shared window: the segment plus two rows, rounded up to 16 (the Rust side's
-// `window`, which sizes the dynamic shared memory).
+// Bytes of one shared window (the Rust side's `window`, which sizes the dynamic shared
+// memory): the segment at offset dlp_lat_off(cols) = C rounded up to 8, the row above before
+// it, the row below after it, and slack for the 64-bit reads past the last group.
 __device__ __forceinline__ int dlp_lat_window(int cols) {
-    return (DLP_LAT_SEG + 2 * cols + 15) & ~15;
+    return (DLP_LAT_SEG + 2 * cols + 32 + 15) & ~15;
 }
 
-// Copies sites [base - C, base + len + C) of the chain buffer x, wrapped mod d, into win.
-// Every index is within one period of [0, d) since C < d and base + len <= d.
+__device__ __forceinline__ int dlp_lat_off(int cols) {
+    return (cols + 7) & ~7;
+}
+
+// Fills the window of chain buffer x for the segment [base, base + len): site base + i
+// (-C <= i < len + C, wrapped mod d; every index is within one period since C < d and
+// base + len <= d) goes to win[off + i]. Each thread copies its own 8 segment bytes with one
+// aligned 64-bit load (the buffer is 16-byte aligned, base and 8t multiples of 8); the two
+// halo rows are copied byte by byte.
 __device__ __forceinline__ void dlp_lat_load_window(uint8_t* win, const uint8_t* __restrict__ x, int base,
                                                     int len, int cols, int d) {
-    const int w = len + 2 * cols;
-    for (int i = threadIdx.x; i < w; i += blockDim.x) {
-        int v = base - cols + i;
+    const int off = dlp_lat_off(cols), i0 = DLP_LAT_SITES * (int)threadIdx.x;
+    if (i0 + DLP_LAT_SITES <= len) {
+        *reinterpret_cast<uint64_t*>(win + off + i0) = *reinterpret_cast<const uint64_t*>(x + base + i0);
+    } else {
+        for (int i = i0; i < len; ++i) win[off + i] = x[base + i];
+    }
+    for (int h = threadIdx.x; h < 2 * cols; h += blockDim.x) {
+        const int i = h < cols ? h - cols : len + (h - cols);
+        int v = base + i;
         if (v < 0) v += d;
         else if (v >= d) v -= d;
-        win[i] = x[v];
+        win[off + i] = x[v];
     }
 }
 
-// The class 5*x + up of the site at window index wi (column c): up = its four neighbours
-// at 1, the left/right ones wrapping within the row (both inside the window).
-__device__ __forceinline__ uint32_t dlp_lat_class(const uint8_t* win, int wi, int c, int cols) {
-    const uint32_t up = (uint32_t)win[wi - cols] + (uint32_t)win[wi + cols] +
-                        (uint32_t)win[c == 0 ? wi + cols - 1 : wi - 1] +
-                        (uint32_t)win[c == cols - 1 ? wi - cols + 1 : wi + 1];
-    return 5u * (uint32_t)win[wi] + up;
+// The 8 window bytes at a >= 0 (any alignment) as a little-endian 64-bit word, from the one or
+// two aligned words covering them (a mod 8 is the same for every thread of a block).
+__device__ __forceinline__ uint64_t dlp_lat_load8(const uint8_t* win, int a) {
+    const int base = a & ~7, sh = 8 * (a & 7);
+    const uint64_t w0 = *reinterpret_cast<const uint64_t*>(win + base);
+    if (sh == 0) return w0;
+    const uint64_t w1 = *reinterpret_cast<const uint64_t*>(win + base + 8);
+    return (w0 >> sh) | (w1 << (64 - sh));
+}
+
+// The classes 5*x + up of the 8 sites at window offset p (a multiple of 8; centre = their
+// bytes, the 8 bytes at p) as the bytes of one word; c0 is the column of the first, m the
+// number of valid lanes (the lanes >= m hold garbage, which only carries upwards). The
+// neighbours of lane q are the lanes of the rows above and below, and its left/right lanes
+// (the bytes at p - 1 and p + 8 at the ends), fixed up where a row wraps: a site in column 0
+// has its left neighbour at s + C - 1, not s - 1, and one in column C - 1 its right one at
+// s - C + 1, not s + 1 (lane sums are at most 4, so the fix-ups never borrow).
+__device__ __forceinline__ uint64_t dlp_lat_classes8(const uint8_t* win, int p, uint64_t centre, int c0, int m,
+                                                     int cols) {
+    const uint64_t left = (centre << 8) | (uint64_t)win[p - 1];
+    const uint64_t right = (centre >> 8) | ((uint64_t)win[p + 8] << 56);
+    uint64_t up = dlp_lat_load8(win, p - cols) + dlp_lat_load8(win, p + cols) + left + right;
+    for (int q = (cols - c0) % cols; q < m; q += cols)
+        up += ((uint64_t)win[p + q + cols - 1] << (8 * q)) - ((uint64_t)win[p + q - 1] << (8 * q));
+    for (int q = cols - 1 - c0; q < m; q += cols)
+        up += ((uint64_t)win[p + q - cols + 1] << (8 * q)) - ((uint64_t)win[p + q + 1] << (8 * q));
+    return (centre << 2) + centre + up;
 }
 
 // s * (sum of the neighbours' u) of class k (device_lattice.rs `class_ints(k).3`).
@@ -94,26 +131,27 @@ dlp_lattice_propose(uint8_t* spins, const uint8_t* __restrict__ parity, uint32_t
     }
     dlp_lat_load_window(dlp_lat_smem, x, base, len, C, d);
     __syncthreads();
-    const int s0 = base + DLP_LAT_SITES * (int)threadIdx.x;
-    if (s0 >= d) return;  // no barrier follows
+    const int i0 = DLP_LAT_SITES * (int)threadIdx.x, s0 = base + i0;
+    if (i0 >= len) return;  // no barrier follows
     const dlp_u32x4 blk = dlp_philox_block(k0, k1, j, step, DLP_PURPOSE_PROPOSE, (uint32_t)s0 / DLP_LAT_SITES);
     const uint32_t words[4] = {blk.x, blk.y, blk.z, blk.w};
-    const int m = min(DLP_LAT_SITES, d - s0);
-    int c = s0 % C;
-    uint64_t out = 0;
+    const int m = min(DLP_LAT_SITES, len - i0);
+    const int p = dlp_lat_off(C) + i0;
+    const uint64_t centre = *reinterpret_cast<const uint64_t*>(dlp_lat_smem + p);
+    const uint64_t cls = dlp_lat_classes8(dlp_lat_smem, p, centre, s0 % C, m, C);
+    uint64_t flips = 0;
 #pragma unroll
     for (int q = 0; q < DLP_LAT_SITES; ++q) {
         if (q < m) {
-            const int wi = s0 + q - base + C;
-            const uint32_t k = dlp_lat_class(dlp_lat_smem, wi, c, C);
+            const uint32_t k = (uint32_t)(cls >> (8 * q)) & 0xFFu;
             const uint32_t r16 = (words[q >> 1] >> (16 * (q & 1))) & 0xFFFFu;
             const uint32_t hi = s_hi[k];
             bool flip = r16 < hi;
             if (r16 == hi) flip = dlp_lat_tie(k0, k1, j, step, (uint32_t)(s0 + q)) < s_lo[k];
-            out |= (uint64_t)((uint32_t)dlp_lat_smem[wi] ^ (uint32_t)flip) << (8 * q);
-            if (++c == C) c = 0;
+            flips |= (uint64_t)flip << (8 * q);
         }
     }
+    const uint64_t out = centre ^ flips;
     if (m == DLP_LAT_SITES) {
         // y + s0 is 8-byte aligned: the allocation is, stride is a multiple of 16, s0 of 8.
         *reinterpret_cast<uint64_t*>(y + s0) = out;
@@ -158,20 +196,24 @@ dlp_lattice_stats(const uint8_t* __restrict__ spins, const uint8_t* __restrict__
     uint64_t packed = 0;
     int sb = 0;
     uint32_t flips = 0;
-    const int s0 = base + DLP_LAT_SITES * (int)threadIdx.x;
-    if (s0 < d) {
-        const int m = min(DLP_LAT_SITES, d - s0);
-        int c = s0 % C;
-        for (int q = 0; q < m; ++q) {
-            const int wi = s0 + q - base + C;
-            const uint32_t ky = dlp_lat_class(wy, wi, c, C);
-            packed += 1ull << (6u * ky);
-            if (wx[wi] != wy[wi]) {
-                const uint32_t kx = dlp_lat_class(wx, wi, c, C);
-                sb += dlp_lat_snb(ky, spin) - dlp_lat_snb(kx, spin);
-                ++flips;
+    const int i0 = DLP_LAT_SITES * (int)threadIdx.x;
+    if (i0 < len) {
+        const int m = min(DLP_LAT_SITES, len - i0), c0 = (base + i0) % C;
+        const int p = dlp_lat_off(C) + i0;
+        const uint64_t xc = *reinterpret_cast<const uint64_t*>(wx + p);
+        const uint64_t yc = *reinterpret_cast<const uint64_t*>(wy + p);
+        const uint64_t ky = dlp_lat_classes8(wy, p, yc, c0, m, C);
+        for (int q = 0; q < m; ++q) packed += 1ull << (6u * ((uint32_t)(ky >> (8 * q)) & 0xFFu));
+        // Flipped lanes: x ^ y is 0/1 per valid lane.
+        uint64_t fm = (xc ^ yc) & (m == DLP_LAT_SITES ? ~0ull : (1ull << (8 * m)) - 1);
+        flips = (uint32_t)__popcll(fm);
+        if (fm != 0) {
+            const uint64_t kx = dlp_lat_classes8(wx, p, xc, c0, m, C);
+            while (fm != 0) {
+                const int sh = __ffsll((long long)fm) - 1;  // 8 * lane
+                sb += dlp_lat_snb((uint32_t)(ky >> sh) & 0xFFu, spin) - dlp_lat_snb((uint32_t)(kx >> sh) & 0xFFu, spin);
+                fm &= fm - 1;
             }
-            if (++c == C) c = 0;
         }
     }
     // Every thread reaches the reductions (no early return above).

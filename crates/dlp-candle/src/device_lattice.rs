@@ -36,28 +36,32 @@
 //!
 //! **The CUDA side** (`kernels/lattice.cu`, three kernels, each the twin of a function here):
 //! * `dlp_lattice_propose` ([`propose_chain`]): a block of 128 threads owns 1,024 consecutive
-//!   sites of one chain; it copies the sites' bytes plus one row above and below (wrapped) into
-//!   shared memory (≈ (1,024 + 2C)/1,024 bytes read per site, coalesced), copies the ten
-//!   thresholds into shared memory, and each thread makes 8 flip decisions from one Philox
-//!   block (its 8 sites = that block's 8 draws) by integer comparison, writing its 8 bytes
-//!   with one 64-bit store. Per spin-step: ≈ 1.2 bytes read (at C = 100) + 1 byte written,
-//!   1/8 Philox call (+ 2⁻¹⁶ for ties), 5 shared-memory byte loads and ~15 other integer
-//!   instructions;
-//! * `dlp_lattice_stats` ([`stats_chain`], DMALA): the same blocking over x and y; per
-//!   thread class counts packed in one 64-bit register (6 bits per class), reduced by warp
-//!   `__reduce_add_sync` and shared atomics into 12 counters per chain (H', sb, flips): ≈ 2.4
-//!   bytes read per spin, no random numbers;
+//!   sites of one chain; it copies them (one aligned 64-bit load per thread) plus one row
+//!   above and below (wrapped) into shared memory, and the ten thresholds too; each thread
+//!   computes the classes of its 8 sites at once as the bytes of a 64-bit word (SWAR: the
+//!   rows above and below and the left/right shifts of its own 8 bytes, added lane by lane,
+//!   fixed up where a row wraps), then makes the 8 flip decisions from one Philox block (its 8
+//!   sites = that block's 8 draws) by integer comparison with the class's threshold in shared
+//!   memory and writes its 8 bytes with one 64-bit store. Per spin-step: ≈ (1,024 + 2C)/1,024
+//!   bytes read (≈ 1.2 at C = 100, coalesced, L2-resident) + 1 byte written, 1/8 Philox call
+//!   (+ 2⁻¹⁶ for ties) and ≈ 27 instructions in all;
+//! * `dlp_lattice_stats` ([`stats_chain`], DMALA): the same blocking over x and y; the
+//!   classes at y by the same SWAR code (at x only for groups with a flip), class counts of a
+//!   thread packed in one 64-bit register (6 bits per class), the flips by `__popcll`,
+//!   reduced by warp `__reduce_add_sync` and shared atomics into 12 counters per chain (H',
+//!   sb, flips): ≈ 2.4 bytes read and ≈ 25 instructions per spin, no random numbers;
 //! * `dlp_lattice_accept` ([`accept_chain`], DMALA): one thread per chain: A in f64
 //!   (`__dmul_rn`/`__dadd_rn`, so no contraction), the MH uniform, parity/H/count updates, and
 //!   it zeroes the counters for the next step.
 //!
 //!   Expected cost on an H100 at L = 100 and 1,024 chains (10⁷ spins a step): the spins
-//!   (2 × 10 MB) stay in the 50 MB L2, so a step is bound by instruction issue: ≈ 40
-//!   instructions per spin for DULA (a quarter of them Philox) → ≈ 1.3e-3 ns per spin-step;
-//!   DMALA adds the statistics pass (≈ 35 per spin) and a per-chain kernel → ≈ 3e-3 ns. These
-//!   are estimates: the kernels compile (nvcc 13, ptxas sm_90: no spills; 34 registers for the
-//!   proposal, 31 for the statistics, 40 for the acceptance kernel) but have not been run
-//!   here; `tests/device_lattice.rs` holds the bit-for-bit GPU-vs-twin test for a GPU machine.
+//!   (2 × 10 MB) stay in the 50 MB L2, so a step is bound by instruction issue (≈ 10¹²
+//!   warp-instructions a second): DULA ≈ 27 instructions per spin → ≈ 1e-3 ns per spin-step;
+//!   DMALA ≈ 52 plus a per-chain kernel → ≈ 2e-3 ns. These are estimates: the kernels compile
+//!   (nvcc 13, ptxas sm_90: no spills; 40 registers for the proposal, 32 for the statistics,
+//!   40 for the acceptance kernel) and the CUDA source, compiled for the host under a CUDA
+//!   shim (`tests/emu/lattice_emu.cpp`), reproduces the twin bit for bit, but they have not
+//!   run on a GPU; `tests/device_lattice.rs` holds the GPU-vs-twin test for a GPU machine.
 //!
 //! The one value the two sides may not share bit for bit is ln u (CUDA's `log` is within one
 //! ulp of the correctly rounded result Rust's libm gives), so a DMALA decision could differ
@@ -672,8 +676,9 @@ mod cuda {
         let super::Backend::Cuda(c) = &mut lat.backend else { unreachable!("CUDA backend") };
         let stride = c.stride as u32;
         let blocks = n.checked_mul(segs).ok_or_else(|| candle_core::Error::Msg("too many lattice blocks".into()))?;
-        // One window of the segment plus a row above and below (u32-aligned).
-        let window = ((SEG + 2 * lat.cols) as u32).next_multiple_of(16);
+        // The kernel's `dlp_lat_window`: the segment, a row above and below, 8-byte
+        // alignment of the segment and slack for 64-bit reads past its last group.
+        let window = ((SEG + 2 * lat.cols + 32) as u32).next_multiple_of(16);
         let cfg = |shared: u32| LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (THREADS, 1, 1),

@@ -30,7 +30,9 @@ inline dlp_emu_dim3 blockIdx, blockDim;
 inline std::unique_ptr<std::barrier<>> g_block_barrier;
 inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_barrier;
 inline uint32_t g_warp_slots[32][32];
-alignas(16) inline uint8_t g_dynamic_shared[1 << 16];
+// The dynamic shared memory of the running launch, allocated at exactly the size the Rust side
+// asks for (so that a build with -fsanitize=address catches reads past it).
+inline uint8_t* g_dynamic_shared = nullptr;
 
 #define __global__
 #define __device__
@@ -48,6 +50,8 @@ inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
+inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+inline int __ffsll(long long v) { return __builtin_ffsll(v); }
 inline uint32_t atomicAdd(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline uint32_t __shfl_xor_sync(unsigned, uint32_t v, int lane_mask) {
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -60,9 +64,12 @@ inline uint32_t __shfl_xor_sync(unsigned, uint32_t v, int lane_mask) {
 
 #include "lattice.cu"
 
-// Runs `kernel` on `blocks` blocks of `threads` threads, one block at a time.
+// Runs `kernel` on `blocks` blocks of `threads` threads with `shared` bytes of dynamic shared
+// memory, one block at a time.
 template <class F>
-void launch(unsigned blocks, unsigned threads, F kernel) {
+void launch(unsigned blocks, unsigned threads, unsigned shared, F kernel) {
+    std::vector<uint8_t> dynamic_shared(shared ? shared : 1);
+    g_dynamic_shared = dynamic_shared.data();
     blockDim.x = threads;
     for (unsigned b = 0; b < blocks; ++b) {
         blockIdx.x = b;
@@ -119,16 +126,18 @@ int main(int argc, char** argv) {
             }
     }
     const unsigned segs = (d + DLP_LAT_SEG - 1) / DLP_LAT_SEG;
+    // device_lattice.rs `window`.
+    const unsigned window = (DLP_LAT_SEG + 2 * cols + 32 + 15) / 16 * 16;
     for (unsigned t = 0; t < steps; ++t) {
         const unsigned gpar = mh ? 0 : (t & 1);
-        launch(n * segs, DLP_LAT_THREADS, [&] {
+        launch(n * segs, DLP_LAT_THREADS, window, [&] {
             dlp_lattice_propose(spins.data(), parity.data(), gpar, thr.data(), k0, k1, t, rows, cols, n, stride, segs);
         });
         if (!mh) continue;
-        launch(n * segs, DLP_LAT_THREADS, [&] {
+        launch(n * segs, DLP_LAT_THREADS, 2 * window, [&] {
             dlp_lattice_stats(spins.data(), parity.data(), stats.data(), spin, rows, cols, n, stride, segs);
         });
-        launch((n + DLP_LAT_THREADS - 1) / DLP_LAT_THREADS, DLP_LAT_THREADS, [&] {
+        launch((n + DLP_LAT_THREADS - 1) / DLP_LAT_THREADS, DLP_LAT_THREADS, 0, [&] {
             dlp_lattice_accept(parity.data(), hist.data(), stats.data(), accepted.data(), softplus.data(), w, b, spin, k0,
                                k1, t, n);
         });
