@@ -45,7 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let acc: u64 = lat.accepted()?.iter().sum();
         let rate = acc as f64 / (lat.steps_taken() as f64 * chains as f64);
         println!(
-            "{} on {device_name}: L = {l}, {chains} chains, {steps} steps in {secs:.3} s: {ns:.5} ns per spin per step (acceptance {rate:.3})",
+            "{} on {device_name}: L = {l}, {chains} chains, {steps} steps in {secs:.3} s: \
+             {ns:.5} ns per spin per step (acceptance {rate:.3})",
             lat.name()
         );
     }

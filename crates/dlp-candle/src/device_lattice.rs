@@ -50,7 +50,7 @@
 //!   thread packed in one 64-bit register (6 bits per class), the flips by `__popcll`,
 //!   reduced by warp `__reduce_add_sync` and shared atomics into 12 counters per chain (H',
 //!   sb, flips): ≈ 2.4 bytes read and ≈ 25 instructions per spin, no random numbers;
-//! * `dlp_lattice_accept` ([`accept_chain`], DMALA): one thread per chain: A in f64
+//! * `dlp_lattice_accept` (`accept_chain`, DMALA): one thread per chain: A in f64
 //!   (`__dmul_rn`/`__dadd_rn`, so no contraction), the MH uniform, parity/H/count updates, and
 //!   it zeroes the counters for the next step.
 //!
@@ -179,7 +179,8 @@ impl DeviceLattice {
         }
         let not_lattice = || {
             Error::Param(
-                "the device lattice kernel needs an Ising model on a periodic 2-D lattice (both sides >= 3) with one coupling and one field"
+                "the device lattice kernel needs an Ising model on a periodic 2-D lattice (both sides >= 3) \
+                 with one coupling and one field"
                     .into(),
             )
         };
@@ -300,7 +301,7 @@ impl DeviceLattice {
     }
 
     /// The DMALA log acceptance ratio A of the move x → y (bits, length d) as a step computes
-    /// it: the histogram at x, the proposal statistics of [`stats_chain`] and [`Self::ratio`].
+    /// it: the histogram at x, the proposal statistics of [`stats_chain`] and the step's `ratio`.
     pub fn log_accept_ratio(&self, x: &[u32], y: &[u32]) -> f64 {
         let gx: Vec<u8> = x.iter().map(|&v| v as u8).collect();
         let gy: Vec<u8> = y.iter().map(|&v| v as u8).collect();

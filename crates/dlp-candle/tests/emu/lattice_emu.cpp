@@ -138,8 +138,8 @@ int main(int argc, char** argv) {
             dlp_lattice_stats(spins.data(), parity.data(), stats.data(), spin, rows, cols, n, stride, segs);
         });
         launch((n + DLP_LAT_THREADS - 1) / DLP_LAT_THREADS, DLP_LAT_THREADS, 0, [&] {
-            dlp_lattice_accept(parity.data(), hist.data(), stats.data(), accepted.data(), softplus.data(), w, b, spin, k0,
-                               k1, t, n);
+            dlp_lattice_accept(parity.data(), hist.data(), stats.data(), accepted.data(), softplus.data(), w, b, spin,
+                               k0, k1, t, n);
         });
     }
     const unsigned gpar = mh ? 0 : (steps & 1);
@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
         const uint8_t* x = &spins[((size_t)(parity[j] ^ gpar) * n + j) * stride];
         for (unsigned s = 0; s < d; ++s) std::printf("%u%c", (unsigned)x[s], s + 1 < d ? ' ' : '\n');
     }
-    for (unsigned j = 0; j < n; ++j) std::printf("%llu%c", mh ? accepted[j] : (unsigned long long)steps, j + 1 < n ? ' ' : '\n');
+    for (unsigned j = 0; j < n; ++j) {
+        const unsigned long long a = mh ? accepted[j] : (unsigned long long)steps;
+        std::printf("%llu%c", a, j + 1 < n ? ' ' : '\n');
+    }
     return 0;
 }
