@@ -6,8 +6,9 @@
 # root, else one error line with the install command; on cuda the machine's own PyTorch).
 # cpu: rust (fast + generic paths), peer (C floor, numpy, torch port), rust again, so load drift
 #   on a shared machine shows as the spread between our two passes.
-# cuda: the port on the GPU (bench/peer/peer_gpu.py), and dlp at 1 and $(nproc) threads on the
-#   same configurations (dlp bench has no GPU path yet).
+# cuda: the port on the GPU (bench/peer/peer_gpu.py), dlp at 1 and $(nproc) threads on the same
+#   configurations, and dlp's device-resident chains on the GPU (`dlp bench --device cuda:0`;
+#   built with the cuda feature here, or DLP_BIN=<prebuilt dlp>).
 # Writes OUTDIR (default results/bench, replaced as a whole at the end): rust.jsonl, peer.jsonl,
 #   summary.md, speedup.md, ratios.md, bench.csv, bench.json, ns_per_spin.svg, meta.json; and,
 #   unless --no-paper, ratios.md into paper/performance.md between the markers
@@ -33,8 +34,17 @@ case "$device" in cpu | cuda) ;; *) echo "error: --device must be cpu or cuda, g
 [[ "$seed" =~ ^[0-9]+$ ]] || { echo "error: --seed must be a non-negative integer, got '$seed'" >&2; exit 2; }
 start=$(date +%s)
 py="$(bash "$root/bench/peer/setup.sh" --device "$device")"
-(cd "$root" && cargo build --release --quiet -p dlp-cli)
-dlp="${CARGO_TARGET_DIR:-$root/target}/release/dlp"
+# DLP_BIN: a prebuilt dlp (e.g. the cuda build of `just gpu-bundle` on a machine without Rust).
+if [ -n "${DLP_BIN:-}" ]; then
+  dlp="$DLP_BIN"
+elif [ "$device" = cuda ]; then
+  (cd "$root" && eval "$(scripts/cuda_toolchain.sh)" && CARGO_TARGET_DIR="$root/target/cuda" \
+    cargo build --release --quiet -p dlp-cli --features cuda)
+  dlp="$root/target/cuda/release/dlp"
+else
+  (cd "$root" && cargo build --release --quiet -p dlp-cli)
+  dlp="${CARGO_TARGET_DIR:-$root/target}/release/dlp"
+fi
 mkdir -p "$(dirname "$out")"
 tmp="$(mktemp -d "$out.tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -57,6 +67,11 @@ else
   phase "rust, threads 1,$nt"
   "$dlp" bench --L "$ls" --B "$bs" --sigmas 0.1 --threads "1,$nt" --rbm-chains 100 --seed "$seed" --out "$tmp/rust-1.jsonl"
   "$dlp" bench --rbm-only --rbm-chains 1000 --threads "1,$nt" --seed "$seed" --out "$tmp/rust-2.jsonl"
+  phase "rust on the GPU (device-resident chains)"
+  "$dlp" bench --device cuda:0 --L "$ls" --B "$bs" --sigmas 0.1 --rbm-chains 100,1000 --seed "$seed" \
+    --out "$tmp/rust-3.jsonl"
+  cat "$tmp/rust-3.jsonl" >> "$tmp/rust-2.jsonl"
+  rm -f "$tmp/rust-3.jsonl"
   base=torch-port-cuda@1
 fi
 cat "$tmp/rust-1.jsonl" "$tmp/rust-2.jsonl" > "$tmp/rust.jsonl"

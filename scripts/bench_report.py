@@ -11,8 +11,8 @@ Standard library only (no matplotlib on these machines): the SVG is drawn by han
 """
 import argparse, csv, json, math, os, statistics, tempfile
 
-IMPLS = ["rust", "rust-generic", "torch-port", "torch-port-cuda", "torch-upstream", "numpy", "c-floor-table",
-         "c-floor-exp"]
+IMPLS = ["rust", "rust-generic", "rust-cuda", "rust-device-cpu", "torch-port", "torch-port-cuda", "torch-upstream",
+         "numpy", "c-floor-table", "c-floor-exp"]
 
 
 def atomic_write(path, text):
@@ -125,11 +125,7 @@ def markdown(rows, title):
     ours = [r for r in rows if r["s_rust"] is not None]
     thr = sorted({r["threads"] for r in ours})
     if gpu and ours:
-        out += ["ns per spin-step; official code (port) on the GPU against dlp on this machine's CPU threads; "
-                "× = official / dlp, same run.", "",
-                "| sampler | model | L / dims | chains | official, GPU | " +
-                " | ".join("dlp %d thr | ×" % t for t in thr) + " |",
-                "|---|---|---:|---:|---:|" + "---:|---:|" * len(thr)]
+        table = []
         by = {}
         for r in ours:
             by.setdefault((r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"]), {})[r["threads"]] = r
@@ -143,7 +139,51 @@ def markdown(rows, title):
                 v = per.get(t) and per[t]["ns_spin_rust"]
                 cells += [fmt(v), ratio(ref / v) if v else "–"]
             size = key[2] if key[1] == "ising" else "%d×500" % key[3]
-            out.append("| %s | %s | %s | %d | %s | %s |" % (key[0], key[1], size, key[4], fmt(ref), " | ".join(cells)))
+            table.append("| %s | %s | %s | %d | %s | %s |" % (key[0], key[1], size, key[4], fmt(ref), " | ".join(cells)))
+        if table:
+            out += ["ns per spin-step; official code (port) on the GPU against dlp on this machine's CPU threads; "
+                    "× = official / dlp, same run.", "",
+                    "| sampler | model | L / dims | chains | official, GPU | " +
+                    " | ".join("dlp %d thr | ×" % t for t in thr) + " |",
+                    "|---|---|---:|---:|---:|" + "---:|---:|" * len(thr)] + table + [""]
+    # dlp's device-resident chains on the GPU (`dlp bench --device cuda`) against the official
+    # code on the same GPU: both carry threads = 1, so they share a row.
+    # The device path has no bg-1 (a random-permutation scan); its `gibbs` (random-scan
+    # single-site Gibbs, the same per-step work) stands against the official bg-1.
+    by_key = {(r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"]): r for r in rows}
+    both = []
+    for r in rows:
+        if r["s_rust-cuda"] is None:
+            continue
+        ref_row = by_key.get((("bg-1" if r["sampler"] == "gibbs" else r["sampler"]),) + (r["model"], r["L"], r["dims"], r["chains"], r["sigma"]))
+        if ref_row is not None and ref_row["s_torch-port-cuda"] is not None:
+            both.append((r, ref_row))
+    if both:
+        out += ["ns per spin-step on the same GPU, same run; × = official (port) / dlp; ms per step in brackets.", "",
+                "| sampler | model | L / dims | chains | official, GPU | dlp, GPU | × |",
+                "|---|---|---:|---:|---:|---:|---:|"]
+        for r, p in both:
+            size = r["L"] if r["model"] == "ising" else "%d×500" % r["dims"]
+            ref, v = p["ns_spin_torch-port-cuda"], r["ns_spin_rust-cuda"]
+            name = r["sampler"] if r["sampler"] == p["sampler"] else "%s (official: %s)" % (r["sampler"], p["sampler"])
+            out.append("| %s | %s | %s | %d | %s (%.3g ms) | %s (%.3g ms) | %s |" % (
+                name, r["model"], size, r["chains"], fmt(ref), 1e3 * p["s_torch-port-cuda"], fmt(v),
+                1e3 * r["s_rust-cuda"], ratio(ref / v)))
+        out.append("")
+    scaling = {}
+    for r in rows:
+        if r["s_rust"] is not None:
+            scaling.setdefault((r["sampler"], r["model"], r["L"], r["dims"], r["chains"], r["sigma"]), {})[r["threads"]] = r["s_rust"]
+    scaling = {k: v for k, v in scaling.items() if len(v) > 2 and 1 in v}
+    if scaling:
+        thr = sorted({t for v in scaling.values() for t in v})
+        out += ["dlp on the CPU: speed-up over 1 thread, same run.", "",
+                "| sampler | model | L / dims | chains | 1 thread, ms/step | " + " | ".join("%d thr" % t for t in thr[1:]) + " |",
+                "|---|---|---:|---:|---:|" + "---:|" * (len(thr) - 1)]
+        for key, per in sorted(scaling.items(), key=lambda kv: str(kv[0])):
+            size = key[2] if key[1] == "ising" else "%d×500" % key[3]
+            cells = [("%.2f×" % (per[1] / per[t])) if t in per else "–" for t in thr[1:]]
+            out.append("| %s | %s | %s | %d | %.3g | %s |" % (key[0], key[1], size, key[4], 1e3 * per[1], " | ".join(cells)))
         out.append("")
     if len(out) == 2:
         out.append("(no configuration was measured by both dlp and the official code in this run)\n")
@@ -173,7 +213,7 @@ def plot(rows):
     y0, y1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
     X = lambda x: ml + (math.log10(x) - x0) / (x1 - x0) * (W - ml - mr)
     Y = lambda y: H - mb - (math.log10(y) - y0) / max(y1 - y0, 1e-9) * (H - mt - mb)
-    colors = {"rust": "#d62728", "rust-generic": "#ff9896", "torch-port": "#1f77b4", "torch-upstream": "#17becf",
+    colors = {"rust": "#d62728", "rust-cuda": "#e377c2", "torch-port-cuda": "#8c564b", "rust-generic": "#ff9896", "torch-port": "#1f77b4", "torch-upstream": "#17becf",
               "numpy": "#2ca02c", "c-floor-table": "#000000", "c-floor-exp": "#7f7f7f"}
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
            '<rect width="100%" height="100%" fill="white"/>',

@@ -13,6 +13,8 @@
 //!   (−1, 1)^d with a minibatch gradient by autograd, and its binarised prediction).
 //! * [`device_lattice`]: DULA / DMALA on a periodic Ising lattice as device-resident chains
 //!   ([`device_chains::DeviceChains`]): CUDA kernels (`kernels/lattice.cu`) and their CPU twin.
+//! * [`device_rbm`]: DULA, DMALA and block Gibbs on a Bernoulli RBM as device-resident chains
+//!   (cuBLAS products and fused kernels, `kernels/rbm.cu`, with their CPU twin).
 //! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
 //!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
 //!   product and semi-implicit mixture models of paper 003 with their reference target.
@@ -32,13 +34,17 @@
 //! they write NaN and park the error for [`Target::take_error`](dlp_core::Target::take_error),
 //! which the runner checks after every step, so a failing device stops the run with one line.
 //!
-//! **Not done yet (later work):**
-//! * device-resident chains: every call uploads the `u32` index rows to the device (a host → device
-//!   copy per evaluation) and downloads f and ∇f; the samplers keep their states on the host;
-//! * fused kernels: f and ∇f are composed from candle's generic ops (matmul, broadcast, exp, log)
-//!   and a full autograd pass, with no model-specific kernel;
-//! * the `cuda` feature is compiled only on request (it needs `nvcc`) and is not built or tested
-//!   in CI.
+//! **Two ways to sample a tensor target.** Through the [`dlp_core::Target`] oracle above, any
+//! registered sampler runs unchanged, but each evaluation uploads the `u32` rows and downloads
+//! f and ∇f (states live on the host). The device-resident chains ([`device_chains`],
+//! [`device_lattice`], [`device_rbm`]) keep states, caches and random numbers on the device
+//! and fuse a step's elementwise work into a few custom kernels (`kernels/*.cu`, compiled to
+//! PTX by `build.rs` under the `cuda` feature, with a CPU twin of each for the CPU device and
+//! the tests; random numbers from [`philox`]).
+//!
+//! The `cuda` feature is compiled only on request (it needs `nvcc`: `just build-cuda`,
+//! `just gpu-bundle`) and is never built or tested in CI; `tests/cuda.rs` holds every check
+//! that needs a GPU.
 
 #![warn(missing_docs)]
 
@@ -46,12 +52,16 @@ pub mod bert;
 pub mod bert_train;
 pub mod binary_nn;
 mod bnn;
+pub mod device_chains;
 pub mod device_lattice;
+pub mod device_rbm;
 pub mod ebm;
 pub mod ebm_train;
+mod kernels;
 pub mod ksd;
 mod layers;
 pub mod mixture;
+pub mod philox;
 mod potts;
 mod rbm;
 pub mod train;

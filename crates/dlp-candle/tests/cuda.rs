@@ -54,8 +54,15 @@ fn tensor_rbm_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let (d, m) = (40, 17);
     let mut rng = setup_rng(1);
-    let rbm = Rbm::new(DomainKind::Binary, d, m, uniform(&mut rng, d * m, 0.5), uniform(&mut rng, d, 1.0), uniform(&mut rng, m, 1.0))
-        .unwrap();
+    let rbm = Rbm::new(
+        DomainKind::Binary,
+        d,
+        m,
+        uniform(&mut rng, d * m, 0.5),
+        uniform(&mut rng, d, 1.0),
+        uniform(&mut rng, m, 1.0),
+    )
+    .unwrap();
     let cpu = TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap();
     let cuda = TensorRbm::from_rbm(&rbm, &dev).unwrap();
     same_target(&cpu, &cuda, &random_states(2, 33, d, 2), 1e-5, "rbm");

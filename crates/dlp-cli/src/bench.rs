@@ -12,11 +12,22 @@
 //! with the first (`identical_to_first_threads`). `--path generic` hides the model's
 //! concrete type from the samplers (`dlp_samplers::fast::Generic`), timing the generic
 //! kernels (`impl: "rust-generic"`).
+//!
+//! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-candle`
+//! instead: DULA/DMALA on the lattice (`device_lattice`) and DULA/DMALA/bg-1 on the RBM
+//! (`device_rbm`; also `gibbs` and `block-gibbs`, the default RBM set being
+//! dula,dmala,gibbs,block-gibbs), states and random numbers kept on the device, each timing bracketed by a
+//! device synchronisation (`impl: "rust-cuda"`, or `"rust-device-cpu"` for the CPU twin).
+//! Samplers without a device path are skipped with a note on stderr; `--threads` does not
+//! apply (records carry `threads: 1`).
 
 use clap::{Args as ClapArgs, ValueEnum};
+use dlp_candle::candle_core::Error as CandleError;
+use dlp_candle::device_chains::DeviceChains;
 use dlp_cli::CliError;
 use dlp_core::math::sigmoid;
 use dlp_core::{RunOptions, StepInfo, Target, run_chains, setup_rng};
+use dlp_models::bnn::Precision;
 use dlp_models::{BnnModel, IsingModel, Rbm};
 use dlp_samplers::fast::Generic;
 use dlp_samplers::{SamplerParams, build_sampler};
@@ -57,9 +68,9 @@ pub struct Args {
     /// Only the RBM.
     #[arg(long)]
     rbm_only: bool,
-    /// RBM chains.
-    #[arg(long, default_value_t = 100)]
-    rbm_chains: usize,
+    /// RBM chain counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100")]
+    rbm_chains: Vec<usize>,
     /// Untimed steps from the random start before timing the RBM (recorded as `burn_in`).
     /// The RBM fast paths cost O(M) per flipped coordinate, and a random start flips ~4×
     /// more coordinates per step than the stationary phase that dominates a long run; the
@@ -77,6 +88,10 @@ pub struct Args {
     /// Samplers on the BNN [default: dmala,dula,gwg,gibbs, the Table 2 columns; α = 0.1].
     #[arg(long, value_delimiter = ',')]
     bnn_samplers: Option<Vec<String>>,
+    /// Arithmetic of the BNN's kernel, comma-separated: f32 (the official code's, the default
+    /// of `table2`/`table4`) and/or f64 (records carry `precision`).
+    #[arg(long, value_delimiter = ',', default_value = "f32,f64")]
+    bnn_precision: Vec<BnnPrecision>,
     /// Seconds of timed steps per configuration and thread count.
     #[arg(long, default_value_t = 0.05)]
     budget: f64,
@@ -89,6 +104,19 @@ pub struct Args {
     /// Write the JSON lines to this file (atomically) instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Time the device-resident chains on this device (`cpu`, `cuda:N`; module doc) instead
+    /// of the host samplers.
+    #[arg(long)]
+    device: Option<String>,
+}
+
+/// Arithmetic of the BNN kernel (`dlp_models::bnn::Precision`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+enum BnnPrecision {
+    /// Single precision (the official code's).
+    F32,
+    /// Double precision.
+    F64,
 }
 
 /// Kernel choice.
@@ -147,8 +175,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let bs = args.chains.clone().unwrap_or(bs);
     let sigmas = args.sigmas.clone().unwrap_or(sigmas);
     let threads = args.threads.clone().unwrap_or(threads);
-    if threads.is_empty() || threads.contains(&0) || bs.contains(&0) || ls.contains(&0) {
-        return Err(CliError::input("--threads, --B and --L take positive integers"));
+    if threads.is_empty() || threads.contains(&0) || bs.contains(&0) || ls.contains(&0) || args.rbm_chains.contains(&0)
+    {
+        return Err(CliError::input("--threads, --B, --L and --rbm-chains take positive integers"));
     }
     if !(args.budget > 0.0 && args.budget.is_finite()) {
         return Err(CliError::input(format!("--budget must be a positive number of seconds, got {}", args.budget)));
@@ -172,6 +201,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
         PathChoice::Both => &[true, false],
     };
     let mut sink = Sink::new(args.out.clone());
+    if let Some(name) = &args.device {
+        let device = dlp_candle::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
+        // The samplers with a device path (`bg-1` has none: its random-permutation scan is
+        // timed by `gibbs`, random-scan single-site Gibbs, the same per-step work).
+        let samplers = args.samplers.clone().unwrap_or_else(|| names("dula,dmala"));
+        let rbm_samplers = args
+            .rbm_samplers
+            .clone()
+            .or_else(|| args.samplers.clone())
+            .unwrap_or_else(|| names("dula,dmala,gibbs,block-gibbs"));
+        run_device(&args, &mut sink, &device, &ls, &bs, &sigmas, &samplers, &rbm_samplers)?;
+        return sink.finish();
+    }
     if args.bnn || args.bnn_only {
         let (n, p, h, chains) = BNN_SHAPE;
         let d = (p + 2) * h + 1;
@@ -180,9 +222,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let y: Vec<f64> = (0..n).map(|_| f64::from(rng.random::<f64>() < 0.5)).collect();
         let model = BnnModel::new(d, p, h, 100.0, x, y).map_err(|e| CliError::input(e.to_string()))?;
         let x0 = bernoulli_rows(args.seed, d, chains, 0.5);
-        for name in args.bnn_samplers.clone().unwrap_or_else(|| names("dmala,dula,gwg,gibbs")) {
-            let base = json!({"model": "bnn", "n": n, "p": p, "hidden": h, "dims": d});
-            time_config(&args, &mut sink, &model, &name, "bnn", base, &x0, &threads, true)?;
+        for &precision in &args.bnn_precision {
+            let (model, label) = match precision {
+                BnnPrecision::F32 => (model.clone().with_precision(Precision::F32), "f32"),
+                BnnPrecision::F64 => (model.clone(), "f64"),
+            };
+            for name in args.bnn_samplers.clone().unwrap_or_else(|| names("dmala,dula,gwg,gibbs")) {
+                let base = json!({"model": "bnn", "n": n, "p": p, "hidden": h, "dims": d, "precision": label});
+                time_config(&args, &mut sink, &model, &name, "bnn", base, &x0, &threads, true)?;
+            }
         }
         if args.bnn_only {
             return sink.finish();
@@ -206,8 +254,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     if !args.no_rbm {
         let rbm = random_rbm(args.seed);
-        let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, args.rbm_chains, 0.5);
-        for name in &rbm_samplers {
+        for (&rbm_chains, name) in args.rbm_chains.iter().flat_map(|b| rbm_samplers.iter().map(move |s| (b, s))) {
+            let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, rbm_chains, 0.5);
             for &fast in paths {
                 let base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
                 let params = SamplerParams { step_size: step_size("rbm", name), ..Default::default() };
@@ -281,6 +329,161 @@ fn random_rbm(seed: u64) -> Rbm {
     let b: Vec<f64> = (0..d).map(|_| normal()).collect();
     let c: Vec<f64> = (0..m).map(|_| normal()).collect();
     Rbm::new(dlp_core::DomainKind::Binary, d, m, w, b, c).expect("finite RBM parameters")
+}
+
+/// `dlp bench --device`: the lattice and RBM rows of the device-resident chains.
+#[allow(clippy::too_many_arguments)]
+fn run_device(
+    args: &Args,
+    sink: &mut Sink,
+    device: &dlp_candle::Device,
+    ls: &[usize],
+    bs: &[usize],
+    sigmas: &[f64],
+    samplers: &[String],
+    rbm_samplers: &[String],
+) -> Result<(), CliError> {
+    use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
+    use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
+    let dev_err = |what: &str, e: &dyn std::fmt::Display| CliError::input(format!("{what}: {e}"));
+    if !args.rbm_only {
+        for &sigma in sigmas {
+            for &l in ls {
+                let model = IsingModel::paper_lattice(l, sigma, ISING_BIAS);
+                for &b in bs {
+                    let x0 = bernoulli_rows(args.seed, l * l, b, sigmoid(2.0 * ISING_BIAS));
+                    for name in samplers {
+                        let alpha = step_size("ising", name).unwrap_or(f64::NAN);
+                        let kind = match name.as_str() {
+                            "dula" => LatticeSampler::Dula { alpha },
+                            "dmala" => LatticeSampler::Dmala { alpha },
+                            _ => {
+                                eprintln!("dlp bench --device: no device path for {name} on the lattice, skipped");
+                                continue;
+                            }
+                        };
+                        let make = || {
+                            DeviceLattice::new(&model, kind, &x0, args.seed, device)
+                                .map(|c| Box::new(c) as Box<dyn DeviceChains>)
+                                .map_err(|e| dev_err(&format!("{name} on the L = {l} lattice"), &e))
+                        };
+                        let base = json!({"model": "ising", "L": l, "sigma": sigma, "dims": l * l});
+                        time_device(args, sink, device, make, name, base, 0)?;
+                    }
+                }
+            }
+        }
+    }
+    if !args.no_rbm {
+        let rbm = random_rbm(args.seed);
+        for (&rbm_chains, name) in args.rbm_chains.iter().flat_map(|b| rbm_samplers.iter().map(move |s| (b, s))) {
+            let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, rbm_chains, 0.5);
+            let alpha = step_size("rbm", name).unwrap_or(f64::NAN);
+            let kind = match name.as_str() {
+                "dula" => RbmSampler::Dula { alpha },
+                "dmala" => RbmSampler::Dmala { alpha },
+                "gibbs" => RbmSampler::Gibbs,
+                "block-gibbs" => RbmSampler::BlockGibbs,
+                _ => {
+                    eprintln!("dlp bench --device: no device path for {name} on the RBM, skipped");
+                    continue;
+                }
+            };
+            let make = || {
+                DeviceRbm::new(&rbm, kind, &x0, args.seed, device)
+                    .map(|c| Box::new(c) as Box<dyn DeviceChains>)
+                    .map_err(|e| dev_err(&format!("{name} on the RBM"), &e))
+            };
+            let mut base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
+            base["burn_in"] = json!(args.rbm_burn_in);
+            time_device(args, sink, device, make, name, base, args.rbm_burn_in)?;
+        }
+    }
+    Ok(())
+}
+
+/// Times one device configuration: fresh chains, `burn_in` untimed steps, a calibration that
+/// grows the step count until a run takes ≥ budget/8, then up to 3 repeats filling the
+/// budget; every timed run ends with a device synchronisation.
+fn time_device(
+    args: &Args,
+    sink: &mut Sink,
+    device: &dlp_candle::Device,
+    make: impl Fn() -> Result<Box<dyn DeviceChains>, CliError>,
+    name: &str,
+    base: Value,
+    burn_in: usize,
+) -> Result<(), CliError> {
+    let fail = |e: CandleError| CliError::input(format!("{name} on {}: {e}", base["model"]));
+    let load = load1();
+    let mut chains = make()?;
+    let (n_chains, d) = (chains.n_chains(), chains.dim());
+    // Untimed: burn-in, and 3 steps that load the kernels and warm the caches (the first CUDA
+    // step pays module loading and cuBLAS start-up).
+    for _ in 0..burn_in + 3 {
+        chains.step().map_err(fail)?;
+    }
+    chains.sync().map_err(fail)?;
+    let timed = |chains: &mut Box<dyn DeviceChains>, steps: usize| -> Result<f64, CliError> {
+        let t0 = std::time::Instant::now();
+        for _ in 0..steps {
+            chains.step().map_err(fail)?;
+        }
+        chains.sync().map_err(fail)?;
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let mut steps = 1;
+    let per = loop {
+        let secs = timed(&mut chains, steps)?;
+        if secs >= args.budget / 8.0 || steps >= 1 << 20 {
+            break (secs / steps as f64).max(1e-9);
+        }
+        steps *= 4;
+    };
+    let repeats = if 3.0 * per <= args.budget { 3 } else { 1 };
+    let n = ((args.budget / (repeats as f64 * per)) as usize).max(1);
+    let (acc0, steps0) = (chains.accepted().map_err(fail)?, chains.steps_taken());
+    let mut secs: Vec<f64> = Vec::new();
+    for _ in 0..repeats {
+        secs.push(timed(&mut chains, n)? / n as f64);
+    }
+    let acc1 = chains.accepted().map_err(fail)?;
+    let accepted: u64 = acc1.iter().zip(&acc0).map(|(a, b)| a - b).sum();
+    let taken = (chains.steps_taken() - steps0) * n_chains as u64;
+    // Thread- and batch-independence of the device chains is the device tests' business; what
+    // a timing run can check cheaply is that a fresh run of the same seed ends in the same
+    // states (run-to-run reproducibility, which GPU atomics or races would break).
+    let (mut a, mut b) = (make()?, make()?);
+    for _ in 0..IDENTITY_STEPS {
+        a.step().map_err(fail)?;
+        b.step().map_err(fail)?;
+    }
+    let reproducible = a.positions().map_err(fail)? == b.positions().map_err(fail)?;
+    secs.sort_by(f64::total_cmp);
+    let (median, min) = (secs[secs.len() / 2], secs[0]);
+    let on_cuda = !matches!(device, dlp_candle::Device::Cpu);
+    let sites_per_step = if name == "gibbs" { 1 } else { d };
+    let mut rec = base;
+    let o = rec.as_object_mut().expect("object");
+    o.insert("impl".into(), json!(if on_cuda { "rust-cuda" } else { "rust-device-cpu" }));
+    o.insert("device".into(), json!(dlp_candle::device_name(device)));
+    o.insert("sampler".into(), json!(name));
+    o.insert("chains".into(), json!(n_chains));
+    o.insert("steps".into(), json!(n * repeats));
+    o.insert("repeats".into(), json!(repeats));
+    o.insert("seconds_per_step".into(), json!(median));
+    o.insert("seconds_per_step_min".into(), json!(min));
+    o.insert("ns_per_spin_step".into(), json!(median * 1e9 / (n_chains * d) as f64));
+    o.insert("sites_per_step".into(), json!(sites_per_step));
+    o.insert("ns_per_site_update".into(), json!(median * 1e9 / (n_chains * sites_per_step) as f64));
+    o.insert("threads".into(), json!(1));
+    o.insert("cold".into(), json!(false));
+    o.insert("accept_rate".into(), json!(accepted as f64 / taken.max(1) as f64));
+    o.insert("reproducible".into(), json!(reproducible));
+    o.insert("load1_at_start".into(), json!(load));
+    o.insert("rustc_profile".into(), json!(if cfg!(debug_assertions) { "debug" } else { "release" }));
+    sink.emit(&rec);
+    Ok(())
 }
 
 fn load1() -> Option<f64> {
