@@ -158,6 +158,31 @@ impl TensorModel for TensorBnn {
 
 crate::tensor_target!(TensorBnn);
 
+impl crate::device_dlp::DeviceEnergy for TensorBnn {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn space(&self) -> &Space {
+        &self.common.space
+    }
+
+    /// f and ∇f on the full data by the graph of `evaluate_full`, in the same chain groups;
+    /// an f64 model computes in f64 and rounds its outputs to f32.
+    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let n = x.dim(0)?;
+        let group = (self.group_elements / (self.x.dim(0)? * self.h)).max(1);
+        let (mut fs, mut gs) = (Vec::new(), Vec::new());
+        for start in (0..n).step_by(group) {
+            let bits = Var::from_tensor(&x.narrow(0, start, group.min(n - start))?.to_dtype(self.dtype)?)?;
+            let f = self.forward(bits.as_tensor(), &self.x, &self.y)?;
+            gs.push(input_grad(&f, &bits)?.to_dtype(DType::F32)?);
+            fs.push(f.detach().to_dtype(DType::F32)?);
+        }
+        Ok((Tensor::cat(&fs, 0)?, Tensor::cat(&gs, 0)?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -465,7 +465,7 @@ fn block(key: [u32; 2], chain: u32, step: u32, purpose: u32, index: u32) -> [u32
 /// `dlp_rbm_propose` for one chain: draws the proposal row `y` from x and the raw gradient
 /// product `g`; returns log q(y|x).
 #[allow(clippy::too_many_arguments)]
-fn propose_row(
+pub(crate) fn propose_row(
     x: &[f32],
     g: &[f32],
     b: &[f32],
@@ -509,7 +509,7 @@ fn hidden_row(a: &[f32], c: &[f32], s: &mut [f32]) -> f32 {
 /// A = (f(y) − f(x)) + (log q(x|y) − log q(y|x)), from y, its raw gradient product `gy`, its
 /// Σ softplus `sp`, f(x) and log q(y|x).
 #[allow(clippy::too_many_arguments)]
-fn mh_log_ratio_row(
+pub(crate) fn mh_log_ratio_row(
     x: &[f32],
     y: &[f32],
     gy: &[f32],

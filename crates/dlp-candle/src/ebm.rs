@@ -306,6 +306,25 @@ impl TensorModel for ResNetEbm {
 
 crate::tensor_target!(ResNetEbm);
 
+impl crate::device_dlp::DeviceEnergy for ResNetEbm {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn space(&self) -> &Space {
+        &self.common.space
+    }
+
+    /// log p̃ and its input gradient by the graph of `evaluate_full` (detached parameters), in
+    /// the model's dtype, returned as f32.
+    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let x = Var::from_tensor(&x.to_dtype(self.dtype)?)?;
+        let f = self.log_density(x.as_tensor(), Params::Detached)?;
+        let g = input_grad(&f, &x)?.to_dtype(DType::F32)?;
+        Ok((f.detach().to_dtype(DType::F32)?, g))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

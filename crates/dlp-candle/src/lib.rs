@@ -15,6 +15,8 @@
 //!   ([`device_chains::DeviceChains`]): CUDA kernels (`kernels/lattice.cu`) and their CPU twin.
 //! * [`device_rbm`]: DULA, DMALA and block Gibbs on a Bernoulli RBM as device-resident chains
 //!   (cuBLAS products and fused kernels, `kernels/rbm.cu`, with their CPU twin).
+//! * [`device_dlp`]: DULA and DMALA as device-resident chains on any binary tensor target
+//!   whose f and ∇f its candle graph computes on the device ([`device_dlp::DeviceEnergy`]).
 //! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
 //!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
 //!   product and semi-implicit mixture models of paper 003 with their reference target.
@@ -53,6 +55,7 @@ pub mod bert_train;
 pub mod binary_nn;
 mod bnn;
 pub mod device_chains;
+pub mod device_dlp;
 pub mod device_lattice;
 pub mod device_rbm;
 pub mod ebm;

@@ -137,6 +137,25 @@ impl TensorModel for TensorRbm {
 
 crate::tensor_target!(TensorRbm);
 
+impl crate::device_dlp::DeviceEnergy for TensorRbm {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn space(&self) -> &Space {
+        &self.common.space
+    }
+
+    /// The graph of `evaluate_full` on the device tensor `x`: ∇f with respect to the bit
+    /// (for spin the map u = 2x − 1 is part of the graph).
+    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let x = Var::from_tensor(&x.to_dtype(DType::F32)?)?;
+        let f = self.forward(x.as_tensor())?;
+        let g = input_grad(&f, &x)?;
+        Ok((f.detach(), g))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,3 +156,56 @@ fn bert_on_cuda_matches_cpu() {
     close(flat(&fg), flat(&fc), "energy");
     close(flat(&gg), flat(&gc), "gradient");
 }
+
+/// `DeviceDlp` (`device_dlp.rs`: the RBM's propose and accept kernels around the model's
+/// candle graph) on a TensorRbm on cuda:0, against the same chains on the CPU twin: the same
+/// streams, with f and ∇f rounded differently (cuBLAS and CUDA's `expf` vs candle's CPU ops),
+/// so a path may separate only after a near tie (a uniform within ~1e−6 of its probability;
+/// ~1e−4 per chain-step here). Robust check: ≥ 90% of the chains identical over all 20 steps,
+/// DULA and DMALA, binary and spin; DMALA's counts in [0, steps]; and a TensorBnn run on the
+/// GPU keeps its states bits.
+#[test]
+fn device_dlp_on_cuda_matches_the_cpu_twin() {
+    use dlp_candle::device_chains::DeviceChains;
+    use dlp_candle::device_dlp::{DeviceDlp, DlpKind};
+    use std::sync::Arc;
+    let Some(gpu) = gpu() else { return };
+    let (d, m, n, steps) = (50, 20, 64, 20u64);
+    for domain in [DomainKind::Binary, DomainKind::Spin] {
+        let mut rng = setup_rng(7);
+        let (w, b, c) = (uniform(&mut rng, d * m, 0.5), uniform(&mut rng, d, 1.0), uniform(&mut rng, m, 1.0));
+        let rbm = Rbm::new(domain, d, m, w, b, c).unwrap();
+        let x0 = random_states(8, n, d, 2);
+        for kind in [DlpKind::Dula { alpha: 0.3 }, DlpKind::Dmala { alpha: 0.3 }] {
+            let on =
+                |dev: &Device| DeviceDlp::new(Arc::new(TensorRbm::from_rbm(&rbm, dev).unwrap()), kind, &x0, 3).unwrap();
+            let (mut cpu, mut cuda) = (on(&Device::Cpu), on(&gpu));
+            let mut same = vec![true; n];
+            for _ in 0..steps {
+                cpu.step().unwrap();
+                cuda.step().unwrap();
+                let (pc, pg) = (cpu.positions().unwrap(), cuda.positions().unwrap());
+                for (j, s) in same.iter_mut().enumerate() {
+                    *s &= pc[j * d..(j + 1) * d] == pg[j * d..(j + 1) * d];
+                }
+            }
+            cuda.sync().unwrap();
+            let identical = same.iter().filter(|&&s| s).count();
+            eprintln!("device_dlp {domain:?} {kind:?}: {identical} of {n} chains identical on cuda and cpu");
+            assert!(identical * 10 >= n * 9, "{domain:?} {kind:?}: only {identical} of {n} chains identical");
+            assert!(cuda.positions().unwrap() != x0, "{kind:?}: the GPU chains never moved");
+            let (ac, ag) = (cpu.accepted().unwrap(), cuda.accepted().unwrap());
+            assert!(ag.iter().all(|&a| a <= steps));
+            assert!((0..n).filter(|&j| same[j]).all(|j| ac[j] == ag[j]), "identical paths, different counts");
+        }
+    }
+    let mut rng = setup_rng(9);
+    let bnn = BnnModel::new(37, 4, 6, 20.0, uniform(&mut rng, 23 * 4, 2.0), vec![1.0; 23]).unwrap();
+    let energy = Arc::new(TensorBnn::from_bnn(&bnn, &gpu, DType::F32).unwrap());
+    let mut chains = DeviceDlp::new(energy, DlpKind::Dmala { alpha: 0.4 }, &random_states(10, 16, 37, 2), 1).unwrap();
+    for _ in 0..10 {
+        chains.step().unwrap();
+    }
+    assert!(chains.positions().unwrap().iter().all(|&v| v <= 1));
+    assert!(chains.accepted().unwrap().iter().all(|&a| a <= 10));
+}

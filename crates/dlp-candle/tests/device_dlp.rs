@@ -1,0 +1,418 @@
+//! Device-resident DULA / DMALA on generic tensor targets (`dlp_candle::device_dlp`) on the
+//! CPU device: every step reconstructed in f64 from the documented Philox streams and the CPU
+//! models' own f and ∇f (TensorRbm binary and spin, TensorBnn), the law after T steps against
+//! dlp-exact's transition matrices (RBM: DULA and DMALA; BNN: DMALA from π), streams
+//! independent of the number of chains, agreement with `DeviceRbm`'s paths, a ResNet smoke
+//! test and input errors.
+
+use candle_core::{DType, Device, Tensor};
+use dlp_candle::Error;
+use dlp_candle::device_chains::DeviceChains;
+use dlp_candle::device_dlp::{DeviceDlp, DeviceEnergy, DlpKind, PURPOSE_FLIP, PURPOSE_MH};
+use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
+use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
+use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
+use dlp_candle::{TensorBnn, TensorRbm};
+use dlp_core::math::sigmoid;
+use dlp_core::{DomainKind, Space, Target};
+use dlp_models::BnnModel;
+use dlp_samplers::dlp::DlpProposal;
+use nalgebra::DMatrix;
+use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
+
+mod common;
+use common::{chi2, chi2_limit, draws, random_bits, random_rbm, site_u};
+
+/// A seeded BNN with p = 3 features and H = 2 hidden units (d = 3·2 + 2 + 2 + 1 = 11) on N
+/// data rows, prior-free likelihood temperature τ.
+fn tiny_bnn(n_data: usize, tau: f64, seed: u64) -> BnnModel {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let x: Vec<f64> = (0..n_data * 3).map(|_| rng.random_range(-2.0..2.0)).collect();
+    let y: Vec<f64> = (0..n_data).map(|_| rng.random_range(0..2) as f64).collect();
+    BnnModel::new(11, 3, 2, tau, x, y).unwrap()
+}
+
+/// The next state of chain `j` from `x` at step `t`, computed in f64 from the CPU model
+/// `target` (its own f and ∇f) and the streams; `None` on a near tie (a flip uniform within
+/// 1e−5 of its probability, or ln u within 1e−3 of DMALA's log ratio: the f32 errors of
+/// these small models are ≲ 1e−5).
+fn reference_step(target: &dyn Target, kind: DlpKind, key: [u32; 2], j: usize, t: u32, x: &[u32]) -> Option<Vec<u32>> {
+    let d = target.space().d;
+    let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
+    let space = target.space().clone();
+    let proposal = DlpProposal::new(alpha, None).unwrap();
+    let (mut f, mut g) = ([0.0], vec![0.0; d]);
+    target.log_density_grad_batch(x, &mut f, &mut g);
+    let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
+    let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
+    let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), 1e-5)?;
+    let y: Vec<u32> = x.iter().zip(&flips).map(|(a, b)| a ^ b).collect();
+    if let DlpKind::Dula { .. } = kind {
+        return Some(y);
+    }
+    let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
+    target.log_density_grad_batch(&y, &mut fy, &mut gy);
+    let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
+    let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
+    let ratio =
+        fy[0] - f[0] + proposal.log_prob(&space, &y, x, &ly, log_zy) - proposal.log_prob(&space, x, &y, &l, log_z);
+    let r = philox4x32_10(counter(j as u32, t, PURPOSE_MH, 0), key);
+    let ln_u = u01_of_u64(u64_of(r[0], r[1])).ln();
+    if (ln_u - ratio).abs() < 1e-3 {
+        return None;
+    }
+    Some(if ln_u < ratio { y } else { x.to_vec() })
+}
+
+/// Runs `steps` steps of `kind` on `energy` and checks each chain's every step against
+/// [`reference_step`] on `target` (the same model on the host, f64) from the chain's previous
+/// position, so the cached G and f(x) are checked too. Chains hitting a near tie are dropped
+/// from then on; at least 80% must survive. Returns the positions after each step.
+fn check_against_reference(
+    energy: Arc<dyn DeviceEnergy>,
+    target: &dyn Target,
+    kind: DlpKind,
+    n: usize,
+    steps: u32,
+) -> Vec<Vec<u32>> {
+    let d = target.space().d;
+    let seed = 11;
+    let x0 = random_bits(n * d, 4);
+    let key = key_of_seed(seed);
+    let mut chains = DeviceDlp::new(energy, kind, &x0, seed).unwrap();
+    let mut alive = vec![true; n];
+    let (mut prev, mut history) = (x0.clone(), Vec::new());
+    let mut moves = vec![0u64; n];
+    for t in 0..steps {
+        chains.step().unwrap();
+        let now = chains.positions().unwrap();
+        for j in 0..n {
+            if !alive[j] {
+                continue;
+            }
+            let row = j * d..(j + 1) * d;
+            match reference_step(target, kind, key, j, t, &prev[row.clone()]) {
+                None => alive[j] = false,
+                Some(want) => {
+                    assert_eq!(now[row.clone()], want[..], "{kind:?} chain {j} step {t}");
+                    moves[j] += u64::from(now[row.clone()] != prev[row]);
+                }
+            }
+        }
+        history.push(now.clone());
+        prev = now;
+    }
+    assert!(alive.iter().filter(|&&a| a).count() >= n * 4 / 5, "{kind:?}: too many near ties");
+    assert_eq!(chains.steps_taken(), steps as u64);
+    let accepted = chains.accepted().unwrap();
+    let total_moves: u64 = moves.iter().sum();
+    assert!(total_moves > 0, "{kind:?}: no chain ever moved");
+    for j in (0..n).filter(|&j| alive[j]) {
+        match kind {
+            DlpKind::Dmala { .. } => assert!(accepted[j] >= moves[j] && accepted[j] <= steps as u64),
+            DlpKind::Dula { .. } => assert_eq!(accepted[j], steps as u64),
+        }
+    }
+    if let DlpKind::Dmala { .. } = kind {
+        let total: u64 = accepted.iter().sum();
+        assert!(total > 0 && total < (n as u64) * steps as u64, "DMALA accepted {total}");
+    }
+    history
+}
+
+const KINDS: [DlpKind; 2] = [DlpKind::Dula { alpha: 0.3 }, DlpKind::Dmala { alpha: 0.3 }];
+
+#[test]
+fn rbm_steps_match_an_f64_reconstruction_from_the_streams() {
+    for domain in [DomainKind::Binary, DomainKind::Spin] {
+        let rbm = random_rbm(domain, 22, 7, 0.8, 3);
+        let energy = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
+        for kind in KINDS {
+            check_against_reference(energy.clone(), &rbm, kind, 24, 25);
+        }
+    }
+}
+
+/// The BNN in f32 (and f64 rounded to f32) against the f64 CPU model's own hand-derived ∇f.
+#[test]
+fn bnn_steps_match_an_f64_reconstruction_from_the_streams() {
+    let bnn = tiny_bnn(10, 5.0, 7);
+    for dtype in [DType::F32, DType::F64] {
+        let energy = Arc::new(TensorBnn::from_bnn(&bnn, &Device::Cpu, dtype).unwrap());
+        for kind in [DlpKind::Dula { alpha: 0.5 }, DlpKind::Dmala { alpha: 0.5 }] {
+            check_against_reference(energy.clone(), &bnn, kind, 16, 20);
+        }
+    }
+}
+
+/// The paths of `DeviceDlp` on a `TensorRbm` and of `DeviceRbm` on the same RBM: the same
+/// streams, f and ∇f that differ by f32 rounding only (candle's autograd vs the folded
+/// products), so the paths are identical except after a near tie (a uniform within ~1e−6 of
+/// its probability: expected ~1e−4 divergent chains here). Measured: every chain identical at
+/// every step, binary and spin; the test allows one divergent chain in 24 per case.
+#[test]
+fn on_an_rbm_the_paths_are_those_of_device_rbm() {
+    let (d, m, n, steps) = (22, 7, 24, 30);
+    for domain in [DomainKind::Binary, DomainKind::Spin] {
+        let rbm = random_rbm(domain, d, m, 0.8, 13);
+        let energy = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
+        let x0 = random_bits(n * d, 14);
+        for (kind, sampler) in [
+            (DlpKind::Dula { alpha: 0.3 }, RbmSampler::Dula { alpha: 0.3 }),
+            (DlpKind::Dmala { alpha: 0.3 }, RbmSampler::Dmala { alpha: 0.3 }),
+        ] {
+            let mut a = DeviceDlp::new(energy.clone(), kind, &x0, 5).unwrap();
+            let mut b = DeviceRbm::new(&rbm, sampler, &x0, 5, &Device::Cpu).unwrap();
+            let mut same = vec![true; n];
+            for _ in 0..steps {
+                a.step().unwrap();
+                b.step().unwrap();
+                let (pa, pb) = (a.positions().unwrap(), b.positions().unwrap());
+                for (j, s) in same.iter_mut().enumerate() {
+                    *s &= pa[j * d..(j + 1) * d] == pb[j * d..(j + 1) * d];
+                }
+            }
+            let identical = same.iter().filter(|&&s| s).count();
+            println!("{domain:?} {kind:?}: {identical} of {n} chains identical over {steps} steps");
+            assert!(identical + 1 >= n, "{domain:?} {kind:?}: only {identical} of {n} chains identical");
+            if let DlpKind::Dmala { .. } = kind {
+                let (ca, cb) = (a.accepted().unwrap(), b.accepted().unwrap());
+                let same_counts = (0..n).filter(|&j| same[j] && ca[j] == cb[j]).count();
+                assert_eq!(same_counts, identical, "identical paths must have identical counts");
+            }
+        }
+    }
+}
+
+/// Chain j's path depends on (seed, j) only: chains 0..3 of a run of 3 and of a run of 8 are
+/// identical, step for step (RBM and BNN).
+#[test]
+fn a_chains_path_does_not_depend_on_the_number_of_chains() {
+    let rbm = random_rbm(DomainKind::Binary, 9, 4, 0.8, 5);
+    let bnn = tiny_bnn(6, 5.0, 8);
+    let energies: [Arc<dyn DeviceEnergy>; 2] = [
+        Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap()),
+        Arc::new(TensorBnn::from_bnn(&bnn, &Device::Cpu, DType::F32).unwrap()),
+    ];
+    for energy in energies {
+        let d = energy.space().d;
+        let x8 = random_bits(8 * d, 6);
+        for kind in KINDS {
+            let mut a = DeviceDlp::new(energy.clone(), kind, &x8[..3 * d], 7).unwrap();
+            let mut b = DeviceDlp::new(energy.clone(), kind, &x8, 7).unwrap();
+            let mut moved = false;
+            for t in 0..12 {
+                a.step().unwrap();
+                b.step().unwrap();
+                let (pa, pb) = (a.positions().unwrap(), b.positions().unwrap());
+                assert_eq!(pa[..], pb[..3 * d], "{kind:?} d = {d} step {t}");
+                moved |= pa != x8[..3 * d];
+            }
+            assert!(moved, "{kind:?}: the chains never moved");
+            assert_eq!(a.accepted().unwrap()[..], b.accepted().unwrap()[..3]);
+        }
+    }
+}
+
+/// The pooled law of n chains after `steps` steps of `kind` from the starts `x0` (bit rows),
+/// against `start · P^steps` with `p` dlp-exact's independent DLP transcription
+/// (`reference::dlp`) for `target`, by Pearson χ² (`common::chi2`). Returns that law.
+fn law_check(
+    energy: Arc<dyn DeviceEnergy>,
+    target: &dyn Target,
+    kind: DlpKind,
+    p: &DMatrix<f64>,
+    x0: &[u32],
+    steps: usize,
+    seed: u64,
+) -> Vec<f64> {
+    let space = target.space().clone();
+    let d = space.d;
+    let ns = 1usize << d;
+    let n = x0.len() / d;
+    let mut law = vec![0.0; ns];
+    for row in x0.chunks(d) {
+        law[space.index_of_state(row) as usize] += 1.0 / n as f64;
+    }
+    for _ in 0..steps {
+        law = (0..ns).map(|s| (0..ns).map(|r| law[r] * p[(r, s)]).sum()).collect();
+    }
+    let mut chains = DeviceDlp::new(energy, kind, x0, seed).unwrap();
+    for _ in 0..steps {
+        chains.step().unwrap();
+    }
+    let mut counts = vec![0u64; ns];
+    for row in chains.positions().unwrap().chunks(d) {
+        counts[space.index_of_state(row) as usize] += 1;
+    }
+    let (stat, df) = chi2(&counts, &law, n as u64);
+    println!("{kind:?} d = {d}: χ² = {stat:.1} on {df} df (limit {:.1})", chi2_limit(df));
+    assert!(stat < chi2_limit(df), "{kind:?} d = {d}: χ² = {stat} on {df} df");
+    law
+}
+
+/// The law after T = 8 steps on a 5 × 3 binary RBM, DULA and DMALA, from every start in equal
+/// numbers (so the T-step law pins the kernel itself, not just its fixed point).
+///
+/// False failures: Pearson χ² with the Wilson–Hilferty 1e−6 quantile (`common::chi2_limit`).
+/// The starts are stratified (fixed counts per start), which makes every cell's variance at
+/// most the multinomial one, so each comparison is conservative: false-failure rate ≤ 1e−6,
+/// ≤ 3e−6 for the three χ² comparisons of this file (two here, one for the BNN; budget
+/// 1e−3). Power: 16,384 draws on 32 states resolve a TV error of ~0.03. f32 rounding moves the
+/// kernel by ~1e−6 in probability, far below the sampling resolution ~1/√n ≈ 8e−3.
+#[test]
+fn rbm_law_after_t_steps_matches_the_exact_kernels() {
+    let (d, m, steps) = (5, 3, 8);
+    let rbm = random_rbm(DomainKind::Binary, d, m, 1.0, 21);
+    let energy = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
+    let ns = 1usize << d;
+    let n = ns * 512;
+    let space = rbm.space().clone();
+    let mut x0 = vec![0u32; n * d];
+    for j in 0..n {
+        space.state_of_index((j % ns) as u64, &mut x0[j * d..(j + 1) * d]);
+    }
+    for (kind, seed) in [(DlpKind::Dula { alpha: 0.3 }, 31), (DlpKind::Dmala { alpha: 0.3 }, 32)] {
+        let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
+        let p = dlp_exact::reference::dlp(&rbm, alpha, None, matches!(kind, DlpKind::Dmala { .. })).unwrap();
+        law_check(energy.clone(), &rbm, kind, &p, &x0, steps, seed);
+    }
+}
+
+/// DMALA on a tiny BNN (d = 11, 2,048 states, N = 8 data rows, τ = 30: π spans 10⁻⁸ to 10⁻²)
+/// against its target π, enumerated exactly by dlp-exact from the CPU `BnnModel`: dlp-exact's
+/// DMALA matrix P is first checked to keep π (πP = π to 1e−10), then n = 16,384 chains all
+/// start at the least probable state and the law after T = 12 steps is compared with row
+/// P¹²(x₀, ·) (still ~0.18 from π in TV: the T-step law pins the kernel, which a law near π
+/// would not). A wrong MH ratio (log q(y|x) halved) gives χ² ≈ 5,000 here, limit ≈ 700.
+/// False failures: the 16,384 final states are i.i.d. draws of one law, so Pearson χ² at the
+/// Wilson–Hilferty 1e−6 quantile fails falsely with probability ≤ ~1e−6 (the lumped cells
+/// keep every expected count ≥ 10, where the χ² approximation holds).
+#[test]
+fn bnn_dmala_targets_the_posterior() {
+    let bnn = tiny_bnn(8, 30.0, 9);
+    let energy = Arc::new(TensorBnn::from_bnn(&bnn, &Device::Cpu, DType::F32).unwrap());
+    let space = bnn.space().clone();
+    let d = space.d;
+    let (alpha, steps) = (1.0, 12);
+    let pi = dlp_exact::probabilities(&bnn).unwrap();
+    let p = dlp_exact::reference::dlp(&bnn, alpha, None, true).unwrap();
+    let ns = pi.len();
+    let drift = (0..ns).map(|s| ((0..ns).map(|r| pi[r] * p[(r, s)]).sum::<f64>() - pi[s]).abs()).fold(0.0, f64::max);
+    assert!(drift < 1e-10, "dlp-exact's DMALA does not keep π: {drift}");
+    let n = 16_384;
+    let lo = (0..ns).min_by(|&a, &b| pi[a].total_cmp(&pi[b])).unwrap();
+    let mut start = vec![0u32; d];
+    space.state_of_index(lo as u64, &mut start);
+    let law = law_check(energy, &bnn, DlpKind::Dmala { alpha }, &p, &start.repeat(n), steps, 33);
+    let tv = dlp_exact::matrix::total_variation(&law, &pi);
+    println!(
+        "TV(law after {steps} steps, π) = {tv:.3}; π from {:.1e} to {:.1e}",
+        pi[lo],
+        pi.iter().cloned().fold(0.0, f64::max)
+    );
+}
+
+/// A tiny ResNet energy (8 × 8 binary images, 4 channels): steps run, states stay bits, the
+/// counts lie in [0, steps] and the chains move.
+#[test]
+fn resnet_ebm_smoke() {
+    let config = ResNetConfig { channels: 4, stride2_blocks: 1, stride1_blocks: 1, height: 8, width: 8 };
+    let d = config.d();
+    let mu: Vec<f64> = (0..d).map(|i| 0.2 + 0.6 * (i % 7) as f64 / 7.0).collect();
+    let model = ResNetEbm::new(config, &mu, DType::F32, &Device::Cpu, &mut dlp_core::setup_rng(3)).unwrap();
+    let energy = Arc::new(model);
+    let x0 = random_bits(4 * d, 2);
+    for kind in [DlpKind::Dula { alpha: 0.2 }, DlpKind::Dmala { alpha: 0.2 }] {
+        let mut chains = DeviceDlp::new(energy.clone(), kind, &x0, 1).unwrap();
+        let steps = 5;
+        for _ in 0..steps {
+            chains.step().unwrap();
+        }
+        let x = chains.positions().unwrap();
+        assert_eq!(x.len(), 4 * d);
+        assert!(x.iter().all(|&v| v <= 1));
+        assert!(x != x0, "{kind:?}: no chain moved");
+        assert!(chains.accepted().unwrap().iter().all(|&a| a <= steps));
+        assert_eq!((chains.n_chains(), chains.dim(), chains.steps_taken()), (4, d, steps));
+    }
+}
+
+/// A model that breaks the [`DeviceEnergy`] contract: a categorical space, or outputs of the
+/// wrong dtype or shape.
+struct Broken {
+    space: Space,
+    dtype: DType,
+    rows: Option<usize>,
+    device: Device,
+}
+
+impl DeviceEnergy for Broken {
+    fn device(&self) -> &Device {
+        &self.device
+    }
+    fn space(&self) -> &Space {
+        &self.space
+    }
+    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let (n, d) = x.dims2()?;
+        let n = self.rows.unwrap_or(n);
+        Ok((Tensor::zeros(n, self.dtype, &Device::Cpu)?, Tensor::zeros((n, d), self.dtype, &Device::Cpu)?))
+    }
+}
+
+#[test]
+fn bad_input_is_a_param_error() {
+    let rbm = random_rbm(DomainKind::Binary, 4, 2, 1.0, 1);
+    let energy: Arc<dyn DeviceEnergy> = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
+    let x0 = vec![0u32; 8];
+    let param = |r: Result<DeviceDlp, Error>, what: &str| match r {
+        Err(Error::Param(msg)) => assert!(msg.contains(what), "{msg:?} should mention {what:?}"),
+        Err(e) => panic!("{what}: expected Error::Param, got {e:?}"),
+        Ok(_) => panic!("{what}: accepted"),
+    };
+    for alpha in [0.0, -1.0, f64::NAN] {
+        param(DeviceDlp::new(energy.clone(), DlpKind::Dmala { alpha }, &x0, 0), "step_size");
+        param(DeviceDlp::new(energy.clone(), DlpKind::Dula { alpha }, &x0, 0), "step_size");
+    }
+    let ok = DlpKind::Dmala { alpha: 0.5 };
+    for bad in [vec![], vec![0u32; 7], vec![0u32; 9]] {
+        param(DeviceDlp::new(energy.clone(), ok, &bad, 0), "x0 must hold");
+    }
+    param(DeviceDlp::new(energy.clone(), ok, &[0, 1, 2, 0, 0, 0, 0, 0], 0), "x0[2] = 2");
+    let categorical = Space { d: 4, kind: DomainKind::Categorical, values: vec![0, 1, 2] };
+    param(
+        DeviceDlp::new(
+            Arc::new(Broken { space: categorical, dtype: DType::F32, rows: None, device: Device::Cpu }),
+            ok,
+            &x0,
+            0,
+        ),
+        "binary (or spin)",
+    );
+    let bits = Space::binary(4);
+    param(
+        DeviceDlp::new(
+            Arc::new(Broken { space: bits.clone(), dtype: DType::F64, rows: None, device: Device::Cpu }),
+            ok,
+            &x0,
+            0,
+        ),
+        "F64",
+    );
+    param(
+        DeviceDlp::new(
+            Arc::new(Broken { space: bits, dtype: DType::F32, rows: Some(3), device: Device::Cpu }),
+            ok,
+            &x0,
+            0,
+        ),
+        "[3]",
+    );
+    // α = +∞ (the App. D ablation) and spin visibles are accepted.
+    assert!(DeviceDlp::new(energy.clone(), DlpKind::Dula { alpha: f64::INFINITY }, &x0, 0).is_ok());
+    let spin = random_rbm(DomainKind::Spin, 4, 2, 1.0, 1);
+    let chains = DeviceDlp::new(Arc::new(TensorRbm::from_rbm(&spin, &Device::Cpu).unwrap()), ok, &x0, 0).unwrap();
+    assert_eq!((chains.n_chains(), chains.dim(), chains.name()), (2, 4, "dmala".to_string()));
+}
