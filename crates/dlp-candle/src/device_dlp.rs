@@ -42,9 +42,10 @@
 //! chain and step tried). A chain's numbers depend on (seed, j) only; its path too, as long
 //! as the model evaluates each row independently of the others (the three models here do).
 //!
-//! **Reproducibility.** A GPU run is reproducible run to run for a seed, as far as the model's
-//! graph is deterministic on that GPU (cuBLAS and cuDNN-free candle convolutions are, for fixed
-//! shapes). It is *not* bit-identical to the CPU twin: the graph and CUDA's `expf`/`log1pf`
+//! **Reproducibility.** A GPU run is reproducible run to run for a seed as far as the model's
+//! graph is deterministic on that GPU (the two kernels are; cuBLAS is for fixed shapes on one
+//! GPU; a graph that accumulated with atomics would not be). It is *not* bit-identical to the
+//! CPU twin: the graph and CUDA's `expf`/`log1pf`
 //! round differently, so a flip or MH test within ~10⁻⁶ of its threshold can go either way,
 //! after which the paths separate (they agree in law). f is f32: on a model with f ≈ 10³ the
 //! log ratio carries an error of ~10⁻⁴ (see [`crate::device_rbm`]).
@@ -102,8 +103,9 @@ pub struct DeviceDlp {
 
 enum State {
     Cpu(CpuState),
+    /// Boxed: the CUDA state is large and the CPU build should not pay for it.
     #[cfg(feature = "cuda")]
-    Cuda(gpu::GpuState),
+    Cuda(Box<gpu::GpuState>),
 }
 
 /// The CPU twin's state, as on the device: X, G = ∇f(X), f(X) (DMALA) and the counts.
@@ -200,7 +202,7 @@ impl DeviceDlp {
                 State::Cpu(CpuState { x: x0f, g: host(g)?, f: host(f)?, count: vec![0; n], zeros: vec![0.0; d] })
             }
             #[cfg(feature = "cuda")]
-            Device::Cuda(dev) => State::Cuda(gpu::GpuState::new(dev, kind, &x0f, n, d, start)?),
+            Device::Cuda(dev) => State::Cuda(Box::new(gpu::GpuState::new(dev, kind, &x0f, n, d, start)?)),
             #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::Param(format!(
@@ -361,6 +363,9 @@ mod gpu {
     /// The module name under which `kernels/rbm.cu` is loaded (the RBM samplers' own).
     const MODULE: &str = "dlp_rbm";
 
+    // One value per run, replaced in place at most once per step: the size difference of the
+    // variants costs nothing worth a box.
+    #[allow(clippy::large_enum_variant)]
     enum Chains {
         /// DMALA: X, G, f(x), counts, updated in place by the accept kernel.
         Dmala { x: CudaSlice<f32>, g: CudaSlice<f32>, f: CudaSlice<f32>, count: CudaSlice<u32> },
