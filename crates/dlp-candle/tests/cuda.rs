@@ -8,10 +8,12 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
+use dlp_candle::device_chains::DeviceChains;
+use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
 use dlp_candle::{TensorBnn, TensorPotts, TensorRbm};
 use dlp_core::{Batch, DomainKind, Space, Target, setup_rng};
-use dlp_models::{BnnModel, Couplings, PottsModel, Rbm};
+use dlp_models::{BnnModel, Couplings, IsingModel, PottsModel, Rbm};
 use rand::RngExt;
 
 /// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU.
@@ -155,6 +157,39 @@ fn bert_on_cuda_matches_cpu() {
     let (fc, gc) = cpu_model.energy_grad(&on(&Device::Cpu), &masked).unwrap();
     close(flat(&fg), flat(&fc), "energy");
     close(flat(&gg), flat(&gc), "gradient");
+}
+
+/// The lattice kernels (`kernels/lattice.cu`) against their CPU twin: identical positions and
+/// accepted counts every 10 steps (the decisions are integer comparisons with the same u64
+/// thresholds and Philox words; DMALA's f64 ratio is formed in the same order with fused
+/// multiply-adds disabled), on square and thin tori (3 columns: an 8-site group spans three
+/// rows; 1,100 columns: a row longer than a block's segment), both domains, DULA and DMALA.
+#[test]
+fn cuda_kernels_equal_the_cpu_twin() {
+    let Some(gpu) = gpu() else { return };
+    for (rows, cols) in [(3, 3), (10, 10), (64, 64), (700, 3), (5, 1100)] {
+        let d = rows * cols;
+        for spin in [true, false] {
+            let domain = if spin { DomainKind::Spin } else { DomainKind::Binary };
+            let m = IsingModel::lattice(&[rows, cols], true, 0.3, vec![0.05; d], domain).unwrap();
+            let x0 = random_states((rows * 1000 + cols) as u64, 37, d, 2);
+            for kind in [LatticeSampler::Dula { alpha: 0.4 }, LatticeSampler::Dmala { alpha: 0.4 }] {
+                let mut cpu = DeviceLattice::new(&m, kind, &x0, 11, &Device::Cpu).unwrap();
+                let mut cuda = DeviceLattice::new(&m, kind, &x0, 11, &gpu).unwrap();
+                for t in 0..50 {
+                    cpu.step().unwrap();
+                    cuda.step().unwrap();
+                    if t % 10 == 9 {
+                        cuda.sync().unwrap();
+                        let what = format!("{rows}x{cols} spin={spin} {kind:?} step {t}");
+                        assert_eq!(cuda.positions().unwrap(), cpu.positions().unwrap(), "{what}");
+                        assert_eq!(cuda.accepted().unwrap(), cpu.accepted().unwrap(), "{what}");
+                    }
+                }
+                assert!(cuda.histograms_consistent().unwrap());
+            }
+        }
+    }
 }
 
 /// `DeviceDlp` (`device_dlp.rs`: the RBM's propose and accept kernels around the model's
