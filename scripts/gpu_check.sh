@@ -43,12 +43,18 @@ section() { # name cap-seconds command...
 } > "$out/gpu.txt" 2>&1
 nt="$(nproc)"
 if [ "$quick" = 1 ]; then L=100 B=1024 rbmB=1000 budget=0.2 thr="1,$nt"; else L=100,256 B=256,1024 rbmB=100,1000 budget=0.5 thr="1,2,4,8,$nt"; fi
-section cuda-tests 150 bash -c "'$bin/cuda-tests' --test-threads=1 > '$out/cuda-tests.txt' 2>&1"
+# DLP_REQUIRE_GPU: a check that cannot open cuda:0 fails instead of skipping.
+section cuda-tests 150 bash -c "DLP_REQUIRE_GPU=1 '$bin/cuda-tests' --test-threads=1 > '$out/cuda-tests.txt' 2>&1"
 section dlp-cuda 150 "$bin/dlp" bench --device cuda:0 --L "$L" --B "$B" --sigmas 0.1 --rbm-chains "$rbmB" \
   --budget "$budget" --out "$out/dlp-cuda.jsonl"
 section peer-cuda 150 bash -c "'$py' '$root/bench/peer/peer_gpu.py' --L '$L' --B '$B' --rbm-chains '$rbmB' > '$out/peer-cuda.jsonl'"
 section scaling 150 "$bin/dlp" bench --threads "$thr" --L 100 --B 256 --sigmas 0.1 --samplers dula,dmala \
   --rbm-chains 256 --rbm-samplers dmala-f32,bg-1 --budget "$budget" --out "$out/scaling.jsonl"
-section join 30 "$py" "$root/scripts/bench_report.py" "$out/peer-cuda.jsonl" "$out/dlp-cuda.jsonl" "$out/scaling.jsonl" \
-  --out "$out/bench" --markdown "$out/bench/ratios.md" --title "### GPU check ($(date -u +%Y-%m-%d), $(head -n 1 "$bundle/manifest.txt" 2>/dev/null))"
+joined=()
+for f in peer-cuda dlp-cuda scaling; do [ -s "$out/$f.jsonl" ] && joined+=("$out/$f.jsonl"); done
+if [ ${#joined[@]} -gt 0 ]; then
+  mkdir -p "$out/bench"
+  section join 30 "$py" "$root/scripts/bench_report.py" "${joined[@]}" --out "$out/bench" --markdown "$out/bench/ratios.md" \
+    --title "### GPU check ($(date -u +%Y-%m-%d), $(head -n 1 "$bundle/manifest.txt" 2>/dev/null))"
+fi
 cat "$out/sections.txt"

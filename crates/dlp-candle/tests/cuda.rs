@@ -16,10 +16,21 @@ use dlp_core::{Batch, DomainKind, Space, Target, setup_rng};
 use dlp_models::{BnnModel, Couplings, IsingModel, PottsModel, Rbm};
 use rand::RngExt;
 
-/// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU.
-fn gpu() -> Option<Device> {
+/// `tests/device_rbm.rs` as a module of this binary: its GPU check
+/// (`cuda_agrees_with_the_reference_and_the_cpu_twin`) shares the f64 reference and the law
+/// test with the CPU tests there, and this way ships in the one GPU test binary.
+#[path = "device_rbm.rs"]
+mod device_rbm;
+
+/// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU; with
+/// `DLP_REQUIRE_GPU` set (`scripts/gpu_check.sh` sets it) no GPU is a failure, so a GPU run
+/// cannot pass by skipping.
+pub(crate) fn gpu() -> Option<Device> {
     match Device::new_cuda(0) {
         Ok(d) => Some(d),
+        Err(e) if std::env::var_os("DLP_REQUIRE_GPU").is_some() => {
+            panic!("DLP_REQUIRE_GPU is set but cuda:0 fails: {e}")
+        }
         Err(e) => {
             eprintln!("no CUDA device, check skipped: {e}");
             None
