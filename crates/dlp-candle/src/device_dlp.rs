@@ -22,8 +22,8 @@
 //!   ratio A = (f(y) − f(x)) + (log q(x|y) − log q(y|x)), accepts iff ln u < A, and overwrites
 //!   the accepted rows of X, G and f(x) in place and counts them. With the zero bias the RBM
 //!   kernels compute exactly the generic step (g + 0 = g and 0 + f(y) = f(y) in f32), so no
-//!   second copy of their maths is kept: the kernels and their CPU twins are those of
-//!   [`crate::device_rbm`].
+//!   second copy of their maths is kept: the kernels, their launches and their CPU twins are
+//!   those of [`crate::device_rbm`].
 //! * DULA takes Y and G(y) as the new X and G (no accept launch).
 //!
 //! State between steps, all on the device: X (n × d, f32 bits), G = ∇f(X) (n × d), for
@@ -51,12 +51,11 @@
 //! log ratio carries an error of ~10⁻⁴ (see [`crate::device_rbm`]).
 
 use crate::device_chains::DeviceChains;
-use crate::device_rbm::{mh_log_ratio_row, mh_uniform, propose_row};
+use crate::device_rbm::{chain_count, cpu_accept, cpu_propose, half_inv_step_size};
 use crate::philox::key_of_seed;
 use crate::{Error, build_error, device_name};
 use candle_core::{DType, Device, Tensor};
 use dlp_core::Space;
-use rayon::prelude::*;
 use std::sync::Arc;
 
 pub use crate::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
@@ -155,11 +154,7 @@ impl DeviceDlp {
     /// when candle fails to upload or evaluate.
     pub fn new(energy: Arc<dyn DeviceEnergy>, kind: DlpKind, x0: &[u32], seed: u64) -> Result<Self, Error> {
         let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
-        if alpha.is_nan() || alpha <= 0.0 {
-            return Err(Error::Param(format!(
-                "step_size (α) must be > 0 (finite, or +inf for the App. D ablation), got {alpha}"
-            )));
-        }
+        let half_inv_alpha = half_inv_step_size(alpha)?;
         let space = energy.space();
         let d = space.d;
         if space.values.len() != 2 || space.grad_len() != d || d == 0 {
@@ -169,19 +164,7 @@ impl DeviceDlp {
                 space.values.len()
             )));
         }
-        if x0.is_empty() || !x0.len().is_multiple_of(d) {
-            return Err(Error::Param(format!(
-                "x0 must hold n × d bits with n ≥ 1 and d = {d}, found {} values",
-                x0.len()
-            )));
-        }
-        if let Some((i, v)) = x0.iter().enumerate().find(|(_, v)| **v > 1) {
-            return Err(Error::Param(format!("x0[{i}] = {v}: states are bits (0 or 1)")));
-        }
-        let n = x0.len() / d;
-        if n > i32::MAX as usize || d > i32::MAX as usize {
-            return Err(Error::Param(format!("{n} chains of d = {d} exceed the kernels' index range")));
-        }
+        let n = chain_count(x0, d)?;
         let device = energy.device().clone();
         let x0f: Vec<f32> = x0.iter().map(|&v| v as f32).collect();
         // The start-up evaluation: a model whose outputs do not fit is a parameter error, a
@@ -211,16 +194,7 @@ impl DeviceDlp {
                 )));
             }
         };
-        Ok(DeviceDlp {
-            energy,
-            kind,
-            n,
-            d,
-            key: key_of_seed(seed),
-            half_inv_alpha: (0.5 / alpha) as f32,
-            steps: 0,
-            state,
-        })
+        Ok(DeviceDlp { energy, kind, n, d, key: key_of_seed(seed), half_inv_alpha, steps: 0, state })
     }
 
     /// The sampler these chains run.
@@ -250,12 +224,7 @@ impl CpuState {
         step: u32,
     ) -> candle_core::Result<()> {
         let (n, d) = (self.count.len(), self.zeros.len());
-        let mut y = vec![0f32; n * d];
-        let mut logq = vec![0f32; n];
-        y.par_chunks_mut(d).zip(logq.par_iter_mut()).enumerate().for_each(|(j, (yr, lq))| {
-            let row = j * d..(j + 1) * d;
-            *lq = propose_row(&self.x[row.clone()], &self.g[row], &self.zeros, hia, key, j as u32, step, yr);
-        });
+        let (y, logq) = cpu_propose(&self.x, &self.g, &self.zeros, hia, key, step);
         let (fy, gy) = checked_energy_grad(energy, &Tensor::from_slice(&y, (n, d), &Device::Cpu)?)?;
         let (fy, gy) = (fy.to_vec1::<f32>()?, gy.flatten_all()?.to_vec1::<f32>()?);
         if let DlpKind::Dula { .. } = kind {
@@ -264,24 +233,10 @@ impl CpuState {
             self.f = fy;
             return Ok(());
         }
-        let zeros = &self.zeros;
-        self.x
-            .par_chunks_mut(d)
-            .zip(self.g.par_chunks_mut(d))
-            .zip(self.f.par_iter_mut().zip(self.count.par_iter_mut()))
-            .enumerate()
-            .for_each(|(j, ((xr, gr), (fx, count)))| {
-                let row = j * d..(j + 1) * d;
-                let (yr, gyr) = (&y[row.clone()], &gy[row]);
-                // dlp_rbm_accept with a zero bias: its f(y) = Σ 0·y + fy[j] = fy[j].
-                let (f_new, ratio) = mh_log_ratio_row(xr, yr, gyr, fy[j], *fx, logq[j], zeros, hia);
-                if mh_uniform(key, j as u32, step).ln() < ratio as f64 {
-                    xr.copy_from_slice(yr);
-                    gr.copy_from_slice(gyr);
-                    *fx = f_new;
-                    *count += 1;
-                }
-            });
+        // dlp_rbm_accept with a zero bias and f(y) in the place of Σ softplus: its
+        // f(y) = Σ 0·y + fy[j] = fy[j].
+        let (x, g, f, count) = (&mut self.x, &mut self.g, &mut self.f, &mut self.count);
+        cpu_accept(x, g, f, count, &y, &gy, &fy, &logq, &self.zeros, hia, key, step);
         Ok(())
     }
 }
@@ -346,22 +301,19 @@ impl DeviceChains for DeviceDlp {
 #[cfg(feature = "cuda")]
 mod gpu {
     //! The CUDA side: `dlp_rbm_propose` and `dlp_rbm_accept` of `kernels/rbm.cu` (zero bias)
-    //! on candle's stream around the model's graph. Fresh per-step buffers (Y, log q) are
+    //! on candle's stream around the model's graph, launched by the RBM samplers' own
+    //! wrappers (`device_rbm::gpu::launch_propose`, `launch_accept`). Fresh per-step buffers (Y, log q) are
     //! allocated on the stream and wrapped as tensors for the model; kernels only write
     //! buffers they own (`&mut CudaSlice`) or fresh ones.
 
     use super::{DeviceEnergy, DlpKind, checked_energy_grad};
     use crate::Error;
-    use crate::device_rbm::THREADS;
-    use crate::kernels::{cuda_func, launch_config};
-    use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
-    use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
-    use candle_core::op::BackpropOp;
-    use candle_core::{Layout, Result, Storage, Tensor};
+    use crate::device_rbm::gpu::{MODULE, launch_accept, launch_propose};
+    use crate::kernels::{cuda_func, cuda_slice as slice, cuda_tensor as tensor};
+    use candle_core::cuda_backend::CudaDevice;
+    use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaStream};
+    use candle_core::{Result, Tensor};
     use std::sync::Arc;
-
-    /// The module name under which `kernels/rbm.cu` is loaded (the RBM samplers' own).
-    const MODULE: &str = "dlp_rbm";
 
     // One value per run, replaced in place at most once per step: the size difference of the
     // variants costs nothing worth a box.
@@ -384,23 +336,10 @@ mod gpu {
         chains: Chains,
     }
 
-    /// The f32 slice behind a contiguous, offset-0 tensor on a CUDA device.
-    fn slice<'a>(storage: &'a Storage, layout: &Layout) -> Result<&'a CudaSlice<f32>> {
-        match storage {
-            Storage::Cuda(s) if layout.is_contiguous() && layout.start_offset() == 0 => s.as_cuda_slice::<f32>(),
-            _ => candle_core::bail!("device DLP: expected a contiguous f32 CUDA tensor"),
-        }
-    }
-
     /// `t` itself when its storage can be handed to a kernel as is, else a packed copy (the
     /// model's outputs may be views).
     fn packed(t: Tensor) -> Result<Tensor> {
         if t.is_contiguous() && t.layout().start_offset() == 0 { Ok(t) } else { t.force_contiguous() }
-    }
-
-    fn tensor(slice: CudaSlice<f32>, dev: &CudaDevice, shape: (usize, usize)) -> Tensor {
-        let storage = Storage::Cuda(CudaStorage::wrap_cuda_slice(slice, dev.clone()));
-        Tensor::from_storage(storage, shape, BackpropOp::none(), false)
     }
 
     /// A device copy of a packed f32 tensor's buffer.
@@ -449,10 +388,6 @@ mod gpu {
             })
         }
 
-        fn cfg(&self) -> candle_core::cuda_backend::cudarc::driver::LaunchConfig {
-            launch_config(self.n as u32, THREADS as u32)
-        }
-
         /// `propose` from rows x with gradient g (zero bias): the proposal Y and log q(y|x).
         fn propose(
             &self,
@@ -462,20 +397,8 @@ mod gpu {
             key: [u32; 2],
             step: u32,
         ) -> Result<(Tensor, CudaSlice<f32>)> {
-            let (n, d) = (self.n, self.d);
-            // SAFETY (both): fully written by the kernel.
-            let mut y = unsafe { self.dev.alloc::<f32>(n * d)? };
-            let mut logq = unsafe { self.dev.alloc::<f32>(n)? };
-            let d32 = d as u32;
-            {
-                let mut args = self.stream.launch_builder(&self.propose);
-                args.arg(x).arg(g).arg(&self.zeros).arg(&mut y).arg(&mut logq);
-                args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
-                // SAFETY: argument list of `dlp_rbm_propose`; x, g, y hold n × d floats, the
-                // zero bias d, logq n.
-                unsafe { args.launch(self.cfg()) }.w()?;
-            }
-            Ok((tensor(y, &self.dev, (n, d)), logq))
+            let nd = (self.n, self.d);
+            launch_propose(&self.dev, &self.stream, &self.propose, nd, x, g, &self.zeros, half_inv_alpha, key, step)
         }
 
         pub(super) fn step(
@@ -485,7 +408,6 @@ mod gpu {
             key: [u32; 2],
             step: u32,
         ) -> Result<()> {
-            let cfg = self.cfg();
             match &self.chains {
                 Chains::Dula { x, g } => {
                     let (y, _) = {
@@ -501,21 +423,16 @@ mod gpu {
                     let (y, logq) = self.propose(x, g, half_inv_alpha, key, step)?;
                     let (fy, gy) = checked_energy_grad(energy, &y)?;
                     let (fy, gy) = (packed(fy)?, packed(gy)?);
-                    let d32 = self.d as u32;
+                    let nd = (self.n, self.d);
                     let (yg, yl) = y.storage_and_layout();
                     let (gg, gl) = gy.storage_and_layout();
                     let (fg, fl) = fy.storage_and_layout();
                     let (y_sl, gy_sl, fy_sl) = (slice(&yg, yl)?, slice(&gg, gl)?, slice(&fg, fl)?);
                     let Chains::Dmala { x, g, f, count } = &mut self.chains else { unreachable!("matched above") };
-                    let mut args = self.stream.launch_builder(&self.accept);
+                    let (stream, func, zeros, hia) = (&self.stream, &self.accept, &self.zeros, half_inv_alpha);
                     // f(y) goes where the RBM kernel takes Σ softplus: with the zero bias its
                     // f(y) = Σ 0·y + sp is f(y) exactly.
-                    args.arg(x).arg(g).arg(f).arg(count).arg(y_sl).arg(gy_sl).arg(fy_sl).arg(&logq).arg(&self.zeros);
-                    args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
-                    // SAFETY: argument list of `dlp_rbm_accept`; row buffers n × d, per-chain
-                    // ones n, the zero bias d.
-                    unsafe { args.launch(cfg) }.w()?;
-                    Ok(())
+                    launch_accept(stream, func, nd, x, g, f, count, y_sl, gy_sl, fy_sl, &logq, zeros, hia, key, step)
                 }
             }
         }
@@ -539,6 +456,7 @@ mod gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device_rbm::{mh_log_ratio_row, propose_row};
     use crate::{TensorBnn, TensorRbm};
     use dlp_core::{DomainKind, Target};
     use dlp_models::{BnnModel, Rbm};

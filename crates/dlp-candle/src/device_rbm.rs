@@ -126,6 +126,33 @@ pub fn site_uniform(word: u32) -> f32 {
     (word >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
+/// 1/(2α) in f32 for the DLP step size α (0 for α = +∞); [`Error::Param`] unless α > 0.
+pub(crate) fn half_inv_step_size(alpha: f64) -> Result<f32, Error> {
+    if alpha.is_nan() || alpha <= 0.0 {
+        return Err(Error::Param(format!(
+            "step_size (α) must be > 0 (finite, or +inf for the App. D ablation), got {alpha}"
+        )));
+    }
+    Ok((0.5 / alpha) as f32)
+}
+
+/// The number n of chains in the starting states `x0` (n × d bits); [`Error::Param`] for a
+/// length that is not a positive multiple of d (d ≥ 1), a value > 1, or n or d beyond the
+/// kernels' index range.
+pub(crate) fn chain_count(x0: &[u32], d: usize) -> Result<usize, Error> {
+    if x0.is_empty() || !x0.len().is_multiple_of(d) {
+        return Err(Error::Param(format!("x0 must hold n × d bits with n ≥ 1 and d = {d}, found {} values", x0.len())));
+    }
+    if let Some((i, v)) = x0.iter().enumerate().find(|(_, v)| **v > 1) {
+        return Err(Error::Param(format!("x0[{i}] = {v}: states are bits (0 or 1)")));
+    }
+    let n = x0.len() / d;
+    if n > i32::MAX as usize || d > i32::MAX as usize {
+        return Err(Error::Param(format!("{n} chains of d = {d} exceed the kernels' index range")));
+    }
+    Ok(n)
+}
+
 /// Chains of one sampler on one RBM, living on a device (see the module doc).
 pub struct DeviceRbm {
     k: Consts,
@@ -180,28 +207,12 @@ impl DeviceRbm {
     pub fn new(rbm: &Rbm, sampler: RbmSampler, x0: &[u32], seed: u64, device: &Device) -> Result<Self, Error> {
         let (d, m) = (rbm.d(), rbm.m());
         let half_inv_alpha = match sampler {
-            RbmSampler::Dula { alpha } | RbmSampler::Dmala { alpha } => {
-                if alpha.is_nan() || alpha <= 0.0 {
-                    return Err(Error::Param(format!(
-                        "step_size (α) must be > 0 (finite, or +inf for the App. D ablation), got {alpha}"
-                    )));
-                }
-                (0.5 / alpha) as f32
-            }
+            RbmSampler::Dula { alpha } | RbmSampler::Dmala { alpha } => half_inv_step_size(alpha)?,
             RbmSampler::BlockGibbs | RbmSampler::Gibbs => 0.0,
         };
-        if x0.is_empty() || !x0.len().is_multiple_of(d) {
-            return Err(Error::Param(format!(
-                "x0 must hold n × d bits with n ≥ 1 and d = {d}, found {} values",
-                x0.len()
-            )));
-        }
-        if let Some((i, v)) = x0.iter().enumerate().find(|(_, v)| **v > 1) {
-            return Err(Error::Param(format!("x0[{i}] = {v}: RBM states are bits (0 or 1)")));
-        }
-        let n = x0.len() / d;
-        if n > i32::MAX as usize || d > i32::MAX as usize || m > i32::MAX as usize {
-            return Err(Error::Param(format!("{n} chains of d = {d}, M = {m} exceed the kernels' index range")));
+        let n = chain_count(x0, d)?;
+        if m > i32::MAX as usize {
+            return Err(Error::Param(format!("M = {m} exceeds the kernels' index range")));
         }
         // Fold spins into a binary RBM on the bits (module doc), in f64 before rounding.
         let s = rbm.value_scale();
@@ -289,7 +300,8 @@ impl Consts {
                 let y = st.x.clone();
                 let (gy, sp) = cpu_gradient(&y, n, d, m, &self.w, &self.wt, &self.c)?;
                 let logq = vec![f32::NEG_INFINITY; n];
-                cpu_accept(st, &y, &gy, &sp, &logq, &self.b, d, self.half_inv_alpha, self.key, INIT_STEP);
+                let (x, g, f, count) = (&mut st.x, &mut st.g, &mut st.f, &mut st.count);
+                cpu_accept(x, g, f, count, &y, &gy, &sp, &logq, &self.b, self.half_inv_alpha, self.key, INIT_STEP);
                 st.count.fill(0);
                 Ok(())
             }
@@ -301,15 +313,11 @@ impl Consts {
         let (n, d, m, hia, key) = (self.n, self.d, self.m, self.half_inv_alpha, self.key);
         match self.sampler {
             RbmSampler::Dula { .. } | RbmSampler::Dmala { .. } => {
-                let mut y = vec![0f32; n * d];
-                let mut logq = vec![0f32; n];
-                y.par_chunks_mut(d).zip(logq.par_iter_mut()).enumerate().for_each(|(j, (yr, lq))| {
-                    let row = j * d..(j + 1) * d;
-                    *lq = propose_row(&st.x[row.clone()], &st.g[row], &self.b, hia, key, j as u32, step, yr);
-                });
+                let (y, logq) = cpu_propose(&st.x, &st.g, &self.b, hia, key, step);
                 let (gy, sp) = cpu_gradient(&y, n, d, m, &self.w, &self.wt, &self.c)?;
                 if let RbmSampler::Dmala { .. } = self.sampler {
-                    cpu_accept(st, &y, &gy, &sp, &logq, &self.b, d, hia, key, step);
+                    let (x, g, f, count) = (&mut st.x, &mut st.g, &mut st.f, &mut st.count);
+                    cpu_accept(x, g, f, count, &y, &gy, &sp, &logq, &self.b, hia, key, step);
                 } else {
                     st.x = y;
                     st.g = gy;
@@ -465,6 +473,25 @@ fn block(key: [u32; 2], chain: u32, step: u32, purpose: u32, index: u32) -> [u32
     philox4x32_10(counter(chain, step, purpose, index), key)
 }
 
+/// Calls `site(i, word)` for every site i < `len`, in increasing order, with its Philox word of
+/// `purpose` at `step` of `chain`: word i mod 4 of block i / 4 (as the kernels read them).
+#[inline]
+fn for_each_site_word(
+    len: usize,
+    key: [u32; 2],
+    chain: u32,
+    step: u32,
+    purpose: u32,
+    mut site: impl FnMut(usize, u32),
+) {
+    for q in 0..len.div_ceil(4) {
+        let r = block(key, chain, step, purpose, q as u32);
+        for (k, &word) in r.iter().enumerate().take(len - 4 * q) {
+            site(4 * q + k, word);
+        }
+    }
+}
+
 /// `dlp_rbm_propose` for one chain: draws the proposal row `y` from x and the raw gradient
 /// product `g`; returns log q(y|x).
 #[allow(clippy::too_many_arguments)]
@@ -479,20 +506,13 @@ pub(crate) fn propose_row(
     y: &mut [f32],
 ) -> f32 {
     let mut sum = BlockSum::new();
-    for q in 0..x.len().div_ceil(4) {
-        let r = block(key, chain, step, PURPOSE_FLIP, q as u32);
-        for (k, &word) in r.iter().enumerate() {
-            let i = 4 * q + k;
-            if i >= x.len() {
-                break;
-            }
-            let l = flip_logit(g[i] + b[i], x[i], half_inv_alpha);
-            let e = (-l.abs()).exp();
-            let flip = site_uniform(word) < sigmoid_e(l, e);
-            y[i] = if flip { 1.0 - x[i] } else { x[i] };
-            sum.add(i, (if flip { l } else { 0.0 }) - softplus_e(l, e));
-        }
-    }
+    for_each_site_word(x.len(), key, chain, step, PURPOSE_FLIP, |i, word| {
+        let l = flip_logit(g[i] + b[i], x[i], half_inv_alpha);
+        let e = (-l.abs()).exp();
+        let flip = site_uniform(word) < sigmoid_e(l, e);
+        y[i] = if flip { 1.0 - x[i] } else { x[i] };
+        sum.add(i, (if flip { l } else { 0.0 }) - softplus_e(l, e));
+    });
     sum.total()
 }
 
@@ -539,25 +559,47 @@ pub fn mh_uniform(key: [u32; 2], chain: u32, step: u32) -> f64 {
     u01_of_u64(u64_of(r[0], r[1]))
 }
 
-/// `dlp_rbm_accept` over all chains of the CPU state.
+/// `dlp_rbm_propose` over all chains: the proposal rows Y (n × d) and log q(y|x) (n) from the
+/// rows `x` and their raw gradient products `g` (n × d each) with the bias `b` (d).
+pub(crate) fn cpu_propose(
+    x: &[f32],
+    g: &[f32],
+    b: &[f32],
+    half_inv_alpha: f32,
+    key: [u32; 2],
+    step: u32,
+) -> (Vec<f32>, Vec<f32>) {
+    let d = b.len();
+    let mut y = vec![0f32; x.len()];
+    let mut logq = vec![0f32; x.len() / d];
+    y.par_chunks_mut(d).zip(logq.par_iter_mut()).enumerate().for_each(|(j, (yr, lq))| {
+        let row = j * d..(j + 1) * d;
+        *lq = propose_row(&x[row.clone()], &g[row], b, half_inv_alpha, key, j as u32, step, yr);
+    });
+    (y, logq)
+}
+
+/// `dlp_rbm_accept` over all chains, in place on the rows `x`, `g` (n × d), f(x) `f` and the
+/// counts (n), from the proposal rows `y`, their raw gradient products `gy`, their Σ softplus
+/// `sp`, log q(y|x) and the bias `b` (d).
 #[allow(clippy::too_many_arguments)]
-fn cpu_accept(
-    st: &mut CpuState,
+pub(crate) fn cpu_accept(
+    x: &mut [f32],
+    g: &mut [f32],
+    f: &mut [f32],
+    count: &mut [u32],
     y: &[f32],
     gy: &[f32],
     sp: &[f32],
     logq: &[f32],
     b: &[f32],
-    d: usize,
     half_inv_alpha: f32,
     key: [u32; 2],
     step: u32,
 ) {
-    st.x.par_chunks_mut(d)
-        .zip(st.g.par_chunks_mut(d))
-        .zip(st.f.par_iter_mut().zip(st.count.par_iter_mut()))
-        .enumerate()
-        .for_each(|(j, ((xr, gr), (fx, count)))| {
+    let d = b.len();
+    x.par_chunks_mut(d).zip(g.par_chunks_mut(d)).zip(f.par_iter_mut().zip(count.par_iter_mut())).enumerate().for_each(
+        |(j, ((xr, gr), (fx, count)))| {
             let row = j * d..(j + 1) * d;
             let (yr, gyr) = (&y[row.clone()], &gy[row]);
             let (fy, ratio) = mh_log_ratio_row(xr, yr, gyr, sp[j], *fx, logq[j], b, half_inv_alpha);
@@ -567,23 +609,17 @@ fn cpu_accept(
                 *fx = fy;
                 *count += 1;
             }
-        });
+        },
+    );
 }
 
 /// `dlp_rbm_bernoulli` for one chain: out_i = [u_i < σ(a_i + bias_i)].
 fn bernoulli_row(a: &[f32], bias: &[f32], key: [u32; 2], chain: u32, step: u32, purpose: u32, out: &mut [f32]) {
-    for q in 0..a.len().div_ceil(4) {
-        let r = block(key, chain, step, purpose, q as u32);
-        for (k, &word) in r.iter().enumerate() {
-            let i = 4 * q + k;
-            if i >= a.len() {
-                break;
-            }
-            let v = a[i] + bias[i];
-            let e = (-v.abs()).exp();
-            out[i] = if site_uniform(word) < sigmoid_e(v, e) { 1.0 } else { 0.0 };
-        }
-    }
+    for_each_site_word(a.len(), key, chain, step, purpose, |i, word| {
+        let v = a[i] + bias[i];
+        let e = (-v.abs()).exp();
+        out[i] = if site_uniform(word) < sigmoid_e(v, e) { 1.0 } else { 0.0 };
+    });
 }
 
 /// True when single-site Gibbs recomputes its cached products A = XW̃ from the states before
@@ -648,22 +684,87 @@ fn cpu_gradient(
 }
 
 #[cfg(feature = "cuda")]
-mod gpu {
+pub(crate) mod gpu {
     //! The CUDA side: the same steps as the CPU twin, each elementwise stage one launch of a
     //! `kernels/rbm.cu` kernel on candle's stream, the products candle's cuBLAS `matmul`.
     //! Fresh per-step buffers (Y, S, H, …) are allocated on the stream (stream-ordered, cheap)
     //! and wrapped as tensors for the products; kernels only ever write buffers they own
-    //! (`&mut CudaSlice`) or fresh ones.
+    //! (`&mut CudaSlice`) or fresh ones. The launches of `dlp_rbm_propose` and
+    //! `dlp_rbm_accept` ([`launch_propose`], [`launch_accept`]) also serve
+    //! [`crate::device_dlp`] (with a zero bias).
 
     use super::{INIT_STEP, PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler, THREADS, refreshes};
-    use crate::kernels::{cuda_func, launch_config};
+    use crate::kernels::{cuda_func, cuda_slice as slice, cuda_tensor as tensor, launch_config};
     use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
-    use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
-    use candle_core::op::BackpropOp;
-    use candle_core::{Layout, Result, Storage, Tensor};
+    use candle_core::cuda_backend::{CudaDevice, WrapErr};
+    use candle_core::{Result, Tensor};
     use std::sync::Arc;
 
-    const MODULE: &str = "dlp_rbm";
+    /// The module name under which `kernels/rbm.cu` is loaded.
+    pub(crate) const MODULE: &str = "dlp_rbm";
+
+    /// Launches `dlp_rbm_propose` on `stream` for n chains of d sites: from the rows `x` with
+    /// raw gradient products `g` (n × d each) and the bias `b` (d), the proposal Y (a fresh
+    /// n × d tensor on `dev`) and log q(y|x) (a fresh buffer of n).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_propose(
+        dev: &CudaDevice,
+        stream: &CudaStream,
+        propose: &CudaFunction,
+        (n, d): (usize, usize),
+        x: &CudaSlice<f32>,
+        g: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        half_inv_alpha: f32,
+        key: [u32; 2],
+        step: u32,
+    ) -> Result<(Tensor, CudaSlice<f32>)> {
+        // SAFETY (both): fully written by the kernel.
+        let mut y = unsafe { dev.alloc::<f32>(n * d)? };
+        let mut logq = unsafe { dev.alloc::<f32>(n)? };
+        let d32 = d as u32;
+        {
+            let mut args = stream.launch_builder(propose);
+            args.arg(x).arg(g).arg(b).arg(&mut y).arg(&mut logq);
+            args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
+            // SAFETY: argument list of `dlp_rbm_propose`; x, g, y hold n × d floats, b d, logq n;
+            // one block per chain.
+            unsafe { args.launch(launch_config(n as u32, THREADS as u32)) }.w()?;
+        }
+        Ok((tensor(y, dev, (n, d)), logq))
+    }
+
+    /// Launches `dlp_rbm_accept` (DMALA's MH test and selection) on `stream` for n chains of d
+    /// sites: in place on the rows `x`, `g` (n × d), f(x) `fx` and the counts (n), from the
+    /// proposal rows `y`, their raw gradient products `gy` (n × d), their Σ softplus `sp`,
+    /// log q(y|x) `logq_fwd` (n) and the bias `b` (d).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch_accept(
+        stream: &CudaStream,
+        accept: &CudaFunction,
+        (n, d): (usize, usize),
+        x: &mut CudaSlice<f32>,
+        g: &mut CudaSlice<f32>,
+        fx: &mut CudaSlice<f32>,
+        count: &mut CudaSlice<u32>,
+        y: &CudaSlice<f32>,
+        gy: &CudaSlice<f32>,
+        sp: &CudaSlice<f32>,
+        logq_fwd: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        half_inv_alpha: f32,
+        key: [u32; 2],
+        step: u32,
+    ) -> Result<()> {
+        let d32 = d as u32;
+        let mut args = stream.launch_builder(accept);
+        args.arg(x).arg(g).arg(fx).arg(count).arg(y).arg(gy).arg(sp).arg(logq_fwd).arg(b);
+        args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
+        // SAFETY: argument list of `dlp_rbm_accept`; row buffers (x, g, y, gy) n × d floats,
+        // per-chain ones (fx, count, sp, logq_fwd) n, b d; one block per chain.
+        unsafe { args.launch(launch_config(n as u32, THREADS as u32)) }.w()?;
+        Ok(())
+    }
 
     /// The chains' device state, by sampler.
     enum Chains {
@@ -691,19 +792,6 @@ mod gpu {
         bernoulli: CudaFunction,
         gibbs_site: CudaFunction,
         chains: Chains,
-    }
-
-    /// The f32 slice behind a contiguous, offset-0 tensor on a CUDA device.
-    fn slice<'a>(storage: &'a Storage, layout: &Layout) -> Result<&'a CudaSlice<f32>> {
-        match storage {
-            Storage::Cuda(s) if layout.is_contiguous() && layout.start_offset() == 0 => s.as_cuda_slice::<f32>(),
-            _ => candle_core::bail!("device RBM: expected a contiguous f32 CUDA tensor"),
-        }
-    }
-
-    fn tensor(slice: CudaSlice<f32>, dev: &CudaDevice, shape: (usize, usize)) -> Tensor {
-        let storage = Storage::Cuda(CudaStorage::wrap_cuda_slice(slice, dev.clone()));
-        Tensor::from_storage(storage, shape, BackpropOp::none(), false)
     }
 
     impl GpuState {
@@ -783,19 +871,8 @@ mod gpu {
             key: [u32; 2],
             step: u32,
         ) -> Result<(Tensor, CudaSlice<f32>)> {
-            let (n, d) = (self.n, self.d);
-            // SAFETY (both): fully written by the kernel.
-            let mut y = unsafe { self.dev.alloc::<f32>(n * d)? };
-            let mut logq = unsafe { self.dev.alloc::<f32>(n)? };
-            let d32 = d as u32;
-            {
-                let mut args = self.stream.launch_builder(&self.propose);
-                args.arg(x).arg(g).arg(&self.b).arg(&mut y).arg(&mut logq);
-                args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
-                // SAFETY: argument list of `dlp_rbm_propose`; x, g, y hold n × d floats, b d, logq n.
-                unsafe { args.launch(self.cfg()) }.w()?;
-            }
-            Ok((tensor(y, &self.dev, (n, d)), logq))
+            let nd = (self.n, self.d);
+            launch_propose(&self.dev, &self.stream, &self.propose, nd, x, g, &self.b, half_inv_alpha, key, step)
         }
 
         /// `accept` (DMALA): the MH test of proposal `y` and selection into the state.
@@ -810,20 +887,15 @@ mod gpu {
             key: [u32; 2],
             step: u32,
         ) -> Result<()> {
-            let cfg = self.cfg();
-            let d32 = self.d as u32;
+            let nd = (self.n, self.d);
             let Chains::Dmala { x, g, f, count } = &mut self.chains else {
                 candle_core::bail!("device RBM: accept on a sampler without an MH test")
             };
             let (yg, yl) = y.storage_and_layout();
             let (gg, gl) = gy.storage_and_layout();
             let (y_sl, gy_sl) = (slice(&yg, yl)?, slice(&gg, gl)?);
-            let mut args = self.stream.launch_builder(&self.accept);
-            args.arg(x).arg(g).arg(f).arg(count).arg(y_sl).arg(gy_sl).arg(sp).arg(logq).arg(&self.b);
-            args.arg(&d32).arg(&half_inv_alpha).arg(&key[0]).arg(&key[1]).arg(&step);
-            // SAFETY: argument list of `dlp_rbm_accept`; row buffers n × d, per-chain ones n.
-            unsafe { args.launch(cfg) }.w()?;
-            Ok(())
+            let (stream, func, b) = (&self.stream, &self.accept, &self.b);
+            launch_accept(stream, func, nd, x, g, f, count, y_sl, gy_sl, sp, logq, b, half_inv_alpha, key, step)
         }
 
         /// `bernoulli` over one layer: [u < σ(a + bias)], width `w` per chain.

@@ -36,3 +36,31 @@ pub(crate) fn launch_config(blocks: u32, threads: u32) -> candle_core::cuda_back
         shared_mem_bytes: 0,
     }
 }
+
+/// The f32 slice behind a contiguous, offset-0 tensor on a CUDA device (what a kernel is
+/// handed).
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_slice<'a>(
+    storage: &'a candle_core::Storage,
+    layout: &candle_core::Layout,
+) -> candle_core::Result<&'a candle_core::cuda_backend::cudarc::driver::CudaSlice<f32>> {
+    match storage {
+        candle_core::Storage::Cuda(s) if layout.is_contiguous() && layout.start_offset() == 0 => {
+            s.as_cuda_slice::<f32>()
+        }
+        _ => candle_core::bail!("device chains: expected a contiguous f32 CUDA tensor"),
+    }
+}
+
+/// A device buffer of f32 wrapped as an (n × w) tensor on `dev`, without a copy or a
+/// gradient.
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_tensor(
+    slice: candle_core::cuda_backend::cudarc::driver::CudaSlice<f32>,
+    dev: &candle_core::CudaDevice,
+    shape: (usize, usize),
+) -> candle_core::Tensor {
+    let storage =
+        candle_core::Storage::Cuda(candle_core::cuda_backend::CudaStorage::wrap_cuda_slice(slice, dev.clone()));
+    candle_core::Tensor::from_storage(storage, shape, candle_core::op::BackpropOp::none(), false)
+}

@@ -4,26 +4,14 @@
 
 use candle_core::{DType, Device, IndexOp, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
-use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
+use dlp_candle::bert::{BertConfig, BertMlm, WeightLayout, random_weights};
 use dlp_core::setup_rng;
 use rand::RngExt;
 use std::collections::HashMap;
 use std::path::Path;
 
-fn config(v: usize, h: usize, layers: usize, heads: usize, inter: usize) -> BertConfig {
-    BertConfig {
-        vocab_size: v,
-        hidden_size: h,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
-        intermediate_size: inter,
-        hidden_act: HiddenAct::Gelu,
-        max_position_embeddings: 16,
-        type_vocab_size: 2,
-        layer_norm_eps: 1e-12,
-        tie_word_embeddings: false,
-    }
-}
+mod common;
+use common::bert::config;
 
 fn model(cfg: &BertConfig, w: HashMap<String, Tensor>, dtype: DType) -> BertMlm {
     BertMlm::new(cfg, VarBuilder::from_tensors(w, dtype, &Device::Cpu)).expect("the weights fit the config")

@@ -7,7 +7,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
+use dlp_candle::bert::{BertMlm, WeightLayout, random_weights};
 use dlp_candle::device_chains::DeviceChains;
 use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
@@ -18,25 +18,12 @@ use rand::RngExt;
 
 /// `tests/device_rbm.rs` as a module of this binary: its GPU check
 /// (`cuda_agrees_with_the_reference_and_the_cpu_twin`) shares the f64 reference and the law
-/// test with the CPU tests there, and this way ships in the one GPU test binary.
+/// test with the CPU tests there, and this way ships in the one GPU test binary. Its
+/// `common` (`tests/common`) serves this file too.
 #[path = "device_rbm.rs"]
 mod device_rbm;
 
-/// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU; with
-/// `DLP_REQUIRE_GPU` set (`scripts/gpu_check.sh` sets it) no GPU is a failure, so a GPU run
-/// cannot pass by skipping.
-pub(crate) fn gpu() -> Option<Device> {
-    match Device::new_cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) if std::env::var_os("DLP_REQUIRE_GPU").is_some() => {
-            panic!("DLP_REQUIRE_GPU is set but cuda:0 fails: {e}")
-        }
-        Err(e) => {
-            eprintln!("no CUDA device, check skipped: {e}");
-            None
-        }
-    }
-}
+use device_rbm::common::{bert, gpu};
 
 fn uniform(rng: &mut impl RngExt, n: usize, scale: f64) -> Vec<f64> {
     (0..n).map(|_| rng.random_range(-scale..scale)).collect()
@@ -125,27 +112,12 @@ fn resnet_ebm_on_cuda_matches_cpu() {
     same_target(&cpu, &cuda, &random_states(8, 5, cfg.d(), 2), 1e-4, "resnet ebm");
 }
 
-fn bert_config(v: usize, h: usize, layers: usize, heads: usize, inter: usize) -> BertConfig {
-    BertConfig {
-        vocab_size: v,
-        hidden_size: h,
-        num_hidden_layers: layers,
-        num_attention_heads: heads,
-        intermediate_size: inter,
-        hidden_act: HiddenAct::Gelu,
-        max_position_embeddings: 16,
-        type_vocab_size: 2,
-        layer_norm_eps: 1e-12,
-        tie_word_embeddings: false,
-    }
-}
-
 /// Logits, energy and ∂f/∂X of the BERT energy on CUDA equal the CPU's to 1e-4 (f32; the CPU
 /// takes the fused ops, CUDA the elementary ones).
 #[test]
 fn bert_on_cuda_matches_cpu() {
     let Some(gpu) = gpu() else { return };
-    let cfg = bert_config(300, 32, 2, 4, 64);
+    let cfg = bert::config(300, 32, 2, 4, 64);
     let w = random_weights(&cfg, 0.2, 71, WeightLayout { gamma_beta: false, tied: true });
     let cpu_model = BertMlm::new(&cfg, VarBuilder::from_tensors(w.clone(), DType::F32, &Device::Cpu)).unwrap();
     let gpu_model = BertMlm::new(&cfg, VarBuilder::from_tensors(w, DType::F32, &gpu)).unwrap();

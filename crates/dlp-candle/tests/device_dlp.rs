@@ -6,23 +6,23 @@
 //! test and input errors.
 
 use candle_core::{DType, Device, Tensor};
-use dlp_candle::Error;
 use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_dlp::{DeviceDlp, DeviceEnergy, DlpKind, PURPOSE_FLIP, PURPOSE_MH};
+use dlp_candle::device_dlp::{DeviceDlp, DeviceEnergy, DlpKind};
 use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
-use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
+use dlp_candle::philox::key_of_seed;
 use dlp_candle::{TensorBnn, TensorRbm};
-use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Space, Target};
 use dlp_models::BnnModel;
-use dlp_samplers::dlp::DlpProposal;
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
 
 mod common;
-use common::{chi2, chi2_limit, draws, random_bits, random_rbm, site_u};
+use common::{
+    check_law_chi2, check_paths, check_prefix_paths, dlp_reference_step, every_state_in_turn, expect_param_error,
+    random_bits, random_rbm,
+};
 
 /// A seeded BNN with p = 3 features and H = 2 hidden units (d = 3·2 + 2 + 2 + 1 = 11) on N
 /// data rows, prior-free likelihood temperature τ.
@@ -33,42 +33,11 @@ fn tiny_bnn(n_data: usize, tau: f64, seed: u64) -> BnnModel {
     BnnModel::new(11, 3, 2, tau, x, y).unwrap()
 }
 
-/// The next state of chain `j` from `x` at step `t`, computed in f64 from the CPU model
-/// `target` (its own f and ∇f) and the streams; `None` on a near tie (a flip uniform within
-/// 1e−5 of its probability, or ln u within 1e−3 of DMALA's log ratio: the f32 errors of
-/// these small models are ≲ 1e−5).
-fn reference_step(target: &dyn Target, kind: DlpKind, key: [u32; 2], j: usize, t: u32, x: &[u32]) -> Option<Vec<u32>> {
-    let d = target.space().d;
-    let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
-    let space = target.space().clone();
-    let proposal = DlpProposal::new(alpha, None).unwrap();
-    let (mut f, mut g) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(x, &mut f, &mut g);
-    let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
-    let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
-    let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), 1e-5)?;
-    let y: Vec<u32> = x.iter().zip(&flips).map(|(a, b)| a ^ b).collect();
-    if let DlpKind::Dula { .. } = kind {
-        return Some(y);
-    }
-    let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(&y, &mut fy, &mut gy);
-    let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
-    let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
-    let ratio =
-        fy[0] - f[0] + proposal.log_prob(&space, &y, x, &ly, log_zy) - proposal.log_prob(&space, x, &y, &l, log_z);
-    let r = philox4x32_10(counter(j as u32, t, PURPOSE_MH, 0), key);
-    let ln_u = u01_of_u64(u64_of(r[0], r[1])).ln();
-    if (ln_u - ratio).abs() < 1e-3 {
-        return None;
-    }
-    Some(if ln_u < ratio { y } else { x.to_vec() })
-}
-
 /// Runs `steps` steps of `kind` on `energy` and checks each chain's every step against
-/// [`reference_step`] on `target` (the same model on the host, f64) from the chain's previous
-/// position, so the cached G and f(x) are checked too. Chains hitting a near tie are dropped
-/// from then on; at least 80% must survive. Returns the positions after each step.
+/// [`common::dlp_reference_step`] on `target` (the same model on the host, f64) from the
+/// chain's previous position, so the cached G and f(x) are checked too (near ties and the
+/// counts as [`common::check_paths`] says); some chain must move. Returns the positions after
+/// each step.
 fn check_against_reference(
     energy: Arc<dyn DeviceEnergy>,
     target: &dyn Target,
@@ -81,43 +50,12 @@ fn check_against_reference(
     let x0 = random_bits(n * d, 4);
     let key = key_of_seed(seed);
     let mut chains = DeviceDlp::new(energy, kind, &x0, seed).unwrap();
-    let mut alive = vec![true; n];
-    let (mut prev, mut history) = (x0.clone(), Vec::new());
-    let mut moves = vec![0u64; n];
-    for t in 0..steps {
-        chains.step().unwrap();
-        let now = chains.positions().unwrap();
-        for j in 0..n {
-            if !alive[j] {
-                continue;
-            }
-            let row = j * d..(j + 1) * d;
-            match reference_step(target, kind, key, j, t, &prev[row.clone()]) {
-                None => alive[j] = false,
-                Some(want) => {
-                    assert_eq!(now[row.clone()], want[..], "{kind:?} chain {j} step {t}");
-                    moves[j] += u64::from(now[row.clone()] != prev[row]);
-                }
-            }
-        }
-        history.push(now.clone());
-        prev = now;
-    }
-    assert!(alive.iter().filter(|&&a| a).count() >= n * 4 / 5, "{kind:?}: too many near ties");
-    assert_eq!(chains.steps_taken(), steps as u64);
-    let accepted = chains.accepted().unwrap();
-    let total_moves: u64 = moves.iter().sum();
-    assert!(total_moves > 0, "{kind:?}: no chain ever moved");
-    for j in (0..n).filter(|&j| alive[j]) {
-        match kind {
-            DlpKind::Dmala { .. } => assert!(accepted[j] >= moves[j] && accepted[j] <= steps as u64),
-            DlpKind::Dula { .. } => assert_eq!(accepted[j], steps as u64),
-        }
-    }
-    if let DlpKind::Dmala { .. } = kind {
-        let total: u64 = accepted.iter().sum();
-        assert!(total > 0 && total < (n as u64) * steps as u64, "DMALA accepted {total}");
-    }
+    let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
+    let mh = matches!(kind, DlpKind::Dmala { .. });
+    let (history, moves) = check_paths(&mut chains, &x0, steps, mh, &format!("{kind:?}"), |j, t, x| {
+        dlp_reference_step(target, alpha, mh, key, j, t, x)
+    });
+    assert!(moves.iter().sum::<u64>() > 0, "{kind:?}: no chain ever moved");
     history
 }
 
@@ -201,16 +139,7 @@ fn a_chains_path_does_not_depend_on_the_number_of_chains() {
         for kind in KINDS {
             let mut a = DeviceDlp::new(energy.clone(), kind, &x8[..3 * d], 7).unwrap();
             let mut b = DeviceDlp::new(energy.clone(), kind, &x8, 7).unwrap();
-            let mut moved = false;
-            for t in 0..12 {
-                a.step().unwrap();
-                b.step().unwrap();
-                let (pa, pb) = (a.positions().unwrap(), b.positions().unwrap());
-                assert_eq!(pa[..], pb[..3 * d], "{kind:?} d = {d} step {t}");
-                moved |= pa != x8[..3 * d];
-            }
-            assert!(moved, "{kind:?}: the chains never moved");
-            assert_eq!(a.accepted().unwrap()[..], b.accepted().unwrap()[..3]);
+            check_prefix_paths(&mut a, &mut b, &x8, &format!("{kind:?} d = {d}"));
         }
     }
 }
@@ -242,13 +171,7 @@ fn law_check(
     for _ in 0..steps {
         chains.step().unwrap();
     }
-    let mut counts = vec![0u64; ns];
-    for row in chains.positions().unwrap().chunks(d) {
-        counts[space.index_of_state(row) as usize] += 1;
-    }
-    let (stat, df) = chi2(&counts, &law, n as u64);
-    println!("{kind:?} d = {d}: χ² = {stat:.1} on {df} df (limit {:.1})", chi2_limit(df));
-    assert!(stat < chi2_limit(df), "{kind:?} d = {d}: χ² = {stat} on {df} df");
+    check_law_chi2(&chains.positions().unwrap(), &space, &law, &format!("{kind:?} d = {d}"));
     law
 }
 
@@ -268,11 +191,7 @@ fn rbm_law_after_t_steps_matches_the_exact_kernels() {
     let energy = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
     let ns = 1usize << d;
     let n = ns * 512;
-    let space = rbm.space().clone();
-    let mut x0 = vec![0u32; n * d];
-    for j in 0..n {
-        space.state_of_index((j % ns) as u64, &mut x0[j * d..(j + 1) * d]);
-    }
+    let x0 = every_state_in_turn(rbm.space(), n);
     for (kind, seed) in [(DlpKind::Dula { alpha: 0.3 }, 31), (DlpKind::Dmala { alpha: 0.3 }, 32)] {
         let (DlpKind::Dula { alpha } | DlpKind::Dmala { alpha }) = kind;
         let p = dlp_exact::reference::dlp(&rbm, alpha, None, matches!(kind, DlpKind::Dmala { .. })).unwrap();
@@ -367,11 +286,7 @@ fn bad_input_is_a_param_error() {
     let rbm = random_rbm(DomainKind::Binary, 4, 2, 1.0, 1);
     let energy: Arc<dyn DeviceEnergy> = Arc::new(TensorRbm::from_rbm(&rbm, &Device::Cpu).unwrap());
     let x0 = vec![0u32; 8];
-    let param = |r: Result<DeviceDlp, Error>, what: &str| match r {
-        Err(Error::Param(msg)) => assert!(msg.contains(what), "{msg:?} should mention {what:?}"),
-        Err(e) => panic!("{what}: expected Error::Param, got {e:?}"),
-        Ok(_) => panic!("{what}: accepted"),
-    };
+    let param = expect_param_error::<DeviceDlp>;
     for alpha in [0.0, -1.0, f64::NAN] {
         param(DeviceDlp::new(energy.clone(), DlpKind::Dmala { alpha }, &x0, 0), "step_size");
         param(DeviceDlp::new(energy.clone(), DlpKind::Dula { alpha }, &x0, 0), "step_size");

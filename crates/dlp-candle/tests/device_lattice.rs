@@ -15,6 +15,9 @@ use dlp_samplers::dlp::{DlpProposal, log_accept_ratio};
 use dlp_samplers::fast::ising::IsingDlpChains;
 use rand::RngExt;
 
+mod common;
+use common::{chi2, chi2_limit};
+
 fn lattice(rows: usize, cols: usize, w: f64, b: f64, spin: bool) -> IsingModel {
     let domain = if spin { DomainKind::Spin } else { DomainKind::Binary };
     IsingModel::lattice(&[rows, cols], true, w, vec![b; rows * cols], domain).unwrap()
@@ -106,36 +109,6 @@ fn dmala_log_accept_ratios_equal_the_generic_ones() {
             }
         }
     }
-}
-
-/// Upper χ² quantile by Wilson–Hilferty at z = 4.75 (one-sided normal tail 1.0e-6; the
-/// approximation's error at these degrees of freedom, tens to hundreds, is far below that
-/// margin).
-fn chi2_limit(df: usize) -> f64 {
-    let k = df as f64;
-    let h = 2.0 / (9.0 * k);
-    k * (1.0 - h + 4.75 * h.sqrt()).powi(3)
-}
-
-/// Pearson χ² of the state counts (n draws) against the law `p` (indexed like
-/// `all_states`), cells with expected count < 10 lumped into one; (statistic, df).
-fn chi2(counts: &[u64], p: &[f64], n: u64) -> (f64, usize) {
-    let (mut stat, mut cells, mut lump_o, mut lump_e) = (0.0, 0usize, 0.0, 0.0);
-    for (&o, &pi) in counts.iter().zip(p) {
-        let e = pi * n as f64;
-        if e < 10.0 {
-            lump_o += o as f64;
-            lump_e += e;
-        } else {
-            stat += (o as f64 - e).powi(2) / e;
-            cells += 1;
-        }
-    }
-    if lump_e > 0.0 {
-        stat += (lump_o - lump_e).powi(2) / lump_e;
-        cells += 1;
-    }
-    (stat, cells - 1)
 }
 
 /// Index of a bit row in `all_states`' order (last coordinate fastest).

@@ -5,52 +5,32 @@
 //! matrices, and input errors.
 
 use candle_core::Device;
-use dlp_candle::Error;
 use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{
-    DeviceRbm, PURPOSE_FLIP, PURPOSE_HIDDEN, PURPOSE_MH, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler,
-};
-use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
+use dlp_candle::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler};
+use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u64_of};
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
 use dlp_models::Rbm;
-use dlp_samplers::dlp::DlpProposal;
 use nalgebra::DMatrix;
 
-mod common;
-use common::{chi2, chi2_limit, draws, random_bits, random_rbm, site_u};
+// `pub(crate)`: `tests/cuda.rs`, which takes this file as a module, uses it from here (a second
+// `mod common` there would load the file twice).
+pub(crate) mod common;
+use common::{
+    check_law_chi2, check_paths, check_prefix_paths, dlp_reference_step, draws, every_state_in_turn,
+    expect_param_error, random_bits, random_rbm, site_u,
+};
 
 /// The next state of chain `j` from `x` at step `t`, computed in f64 from `rbm` and the
 /// streams; `None` on a near tie (flip or Bernoulli uniform within 1e−5 of its probability,
-/// or ln u within 1e−3 of DMALA's log ratio: the f32 errors here are ≤ 1e−5).
+/// or ln u within 1e−3 of DMALA's log ratio: the f32 errors here are ≤ 1e−5). DULA and DMALA:
+/// [`common::dlp_reference_step`].
 fn reference_step(rbm: &Rbm, sampler: RbmSampler, key: [u32; 2], j: usize, t: u32, x: &[u32]) -> Option<Vec<u32>> {
     let (d, m) = (rbm.d(), rbm.m());
     const TIE: f64 = 1e-5;
     match sampler {
         RbmSampler::Dula { alpha } | RbmSampler::Dmala { alpha } => {
-            let space = rbm.space().clone();
-            let proposal = DlpProposal::new(alpha, None).unwrap();
-            let (mut f, mut g) = ([0.0], vec![0.0; d]);
-            rbm.log_density_grad_batch(x, &mut f, &mut g);
-            let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
-            let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
-            let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), TIE)?;
-            let y: Vec<u32> = x.iter().zip(&flips).map(|(a, b)| a ^ b).collect();
-            if matches!(sampler, RbmSampler::Dula { .. }) {
-                return Some(y);
-            }
-            let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
-            rbm.log_density_grad_batch(&y, &mut fy, &mut gy);
-            let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
-            let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
-            let ratio = fy[0] - f[0] + proposal.log_prob(&space, &y, x, &ly, log_zy)
-                - proposal.log_prob(&space, x, &y, &l, log_z);
-            let r = philox4x32_10(counter(j as u32, t, PURPOSE_MH, 0), key);
-            let ln_u = u01_of_u64(u64_of(r[0], r[1])).ln();
-            if (ln_u - ratio).abs() < 1e-3 {
-                return None;
-            }
-            Some(if ln_u < ratio { y } else { x.to_vec() })
+            dlp_reference_step(rbm, alpha, matches!(sampler, RbmSampler::Dmala { .. }), key, j, t, x)
         }
         RbmSampler::BlockGibbs => {
             let mut a = vec![0.0; m];
@@ -90,43 +70,10 @@ fn check_against_reference(device: &Device, domain: DomainKind) -> Vec<Vec<Vec<u
     let mut out = Vec::new();
     for sampler in SAMPLERS {
         let mut chains = DeviceRbm::new(&rbm, sampler, &x0, seed, device).unwrap();
-        let mut alive = vec![true; n];
-        let (mut prev, mut history) = (x0.clone(), Vec::new());
-        let mut moves = vec![0u64; n];
-        for t in 0..steps {
-            chains.step().unwrap();
-            let now = chains.positions().unwrap();
-            for j in 0..n {
-                if !alive[j] {
-                    continue;
-                }
-                let row = j * d..(j + 1) * d;
-                match reference_step(&rbm, sampler, key, j, t, &prev[row.clone()]) {
-                    None => alive[j] = false,
-                    Some(want) => {
-                        assert_eq!(now[row.clone()], want[..], "{sampler:?} {domain:?} chain {j} step {t}");
-                        moves[j] += u64::from(now[row.clone()] != prev[row]);
-                    }
-                }
-            }
-            history.push(now.clone());
-            prev = now;
-        }
-        assert!(alive.iter().filter(|&&a| a).count() >= n * 4 / 5, "{sampler:?}: too many near ties");
-        assert_eq!(chains.steps_taken(), steps as u64);
-        let accepted = chains.accepted().unwrap();
-        for j in (0..n).filter(|&j| alive[j]) {
-            match sampler {
-                // A rejected DMALA step leaves the state; an accepted one may also propose
-                // no flip, so the count is at least the number of moves.
-                RbmSampler::Dmala { .. } => assert!(accepted[j] >= moves[j] && accepted[j] <= steps as u64),
-                _ => assert_eq!(accepted[j], steps as u64),
-            }
-        }
-        if let RbmSampler::Dmala { .. } = sampler {
-            let total: u64 = accepted.iter().sum();
-            assert!(total > 0 && total < n as u64 * steps as u64, "DMALA accepted {total} of {}", n as u32 * steps);
-        }
+        let mh = matches!(sampler, RbmSampler::Dmala { .. });
+        let what = format!("{sampler:?} {domain:?}");
+        let (history, _) =
+            check_paths(&mut chains, &x0, steps, mh, &what, |j, t, x| reference_step(&rbm, sampler, key, j, t, x));
         out.push(history);
     }
     out
@@ -148,16 +95,7 @@ fn a_chains_path_does_not_depend_on_the_number_of_chains() {
     for sampler in SAMPLERS {
         let mut a = DeviceRbm::new(&rbm, sampler, &x8[..3 * d], 7, &Device::Cpu).unwrap();
         let mut b = DeviceRbm::new(&rbm, sampler, &x8, 7, &Device::Cpu).unwrap();
-        let mut moved = false;
-        for t in 0..12 {
-            a.step().unwrap();
-            b.step().unwrap();
-            let (pa, pb) = (a.positions().unwrap(), b.positions().unwrap());
-            assert_eq!(pa[..], pb[..3 * d], "{sampler:?} step {t}");
-            moved |= pa != x8[..3 * d];
-        }
-        assert!(moved, "{sampler:?}: the chains never moved");
-        assert_eq!(a.accepted().unwrap()[..], b.accepted().unwrap()[..3]);
+        check_prefix_paths(&mut a, &mut b, &x8, &format!("{sampler:?}"));
     }
 }
 
@@ -182,10 +120,7 @@ fn check_law(device: &Device, domain: DomainKind, seed: u64) {
     let ns = 1usize << d;
     let n = ns * 512;
     let space = rbm.space().clone();
-    let mut x0 = vec![0u32; n * d];
-    for j in 0..n {
-        space.state_of_index((j % ns) as u64, &mut x0[j * d..(j + 1) * d]);
-    }
+    let x0 = every_state_in_turn(&space, n);
     let pi = dlp_exact::probabilities(&rbm).unwrap();
     for sampler in SAMPLERS {
         let p: DMatrix<f64> = match sampler {
@@ -202,18 +137,10 @@ fn check_law(device: &Device, domain: DomainKind, seed: u64) {
         for _ in 0..steps {
             chains.step().unwrap();
         }
-        let xs = chains.positions().unwrap();
-        let mut counts = vec![0u64; ns];
-        for row in xs.chunks(d) {
-            counts[space.index_of_state(row) as usize] += 1;
-        }
-        let (stat, df) = chi2(&counts, &law, n as u64);
+        let what = format!("{sampler:?} {domain:?} on {device:?}");
+        check_law_chi2(&chains.positions().unwrap(), &space, &law, &what);
         let tv = dlp_exact::matrix::total_variation(&law, &pi);
-        println!(
-            "{sampler:?} {domain:?} on {device:?}: χ² = {stat:.1} on {df} df (limit {:.1}); TV(law, π) = {tv:.2e}",
-            chi2_limit(df)
-        );
-        assert!(stat < chi2_limit(df), "{sampler:?} {domain:?}: χ² = {stat} on {df} df");
+        println!("{what}: TV(law, π) = {tv:.2e}");
     }
 }
 
@@ -227,11 +154,7 @@ fn the_law_after_t_steps_matches_the_exact_kernels() {
 fn bad_input_is_a_param_error() {
     let rbm = random_rbm(DomainKind::Binary, 4, 2, 1.0, 1);
     let x0 = vec![0u32; 8];
-    let param = |r: Result<DeviceRbm, Error>, what: &str| match r {
-        Err(Error::Param(msg)) => assert!(msg.contains(what), "{msg:?} should mention {what:?}"),
-        Err(e) => panic!("{what}: expected Error::Param, got {e:?}"),
-        Ok(_) => panic!("{what}: accepted"),
-    };
+    let param = expect_param_error::<DeviceRbm>;
     for alpha in [0.0, -1.0, f64::NAN] {
         param(DeviceRbm::new(&rbm, RbmSampler::Dmala { alpha }, &x0, 0, &Device::Cpu), "step_size");
         param(DeviceRbm::new(&rbm, RbmSampler::Dula { alpha }, &x0, 0, &Device::Cpu), "step_size");
@@ -253,17 +176,7 @@ fn bad_input_is_a_param_error() {
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_agrees_with_the_reference_and_the_cpu_twin() {
-    let gpu = match Device::new_cuda(0) {
-        Ok(g) => g,
-        // Set by scripts/gpu_check.sh: on the GPU machine a skip would hide a failure.
-        Err(e) if std::env::var_os("DLP_REQUIRE_GPU").is_some() => {
-            panic!("DLP_REQUIRE_GPU is set but cuda:0 fails: {e}")
-        }
-        Err(_) => {
-            eprintln!("skipped: no CUDA device 0");
-            return;
-        }
-    };
+    let Some(gpu) = common::gpu() else { return };
     for domain in [DomainKind::Binary, DomainKind::Spin] {
         let on_gpu = check_against_reference(&gpu, domain);
         let on_cpu = check_against_reference(&Device::Cpu, domain);

@@ -1,12 +1,22 @@
-//! Helpers shared by the device-resident sampler tests (`device_rbm.rs`, `device_dlp.rs`):
-//! random RBMs and states, the documented Philox site uniforms restated, near-tie-aware
-//! draws and a Pearson χ² test with its limit. Each test binary uses a subset of them.
+//! Helpers shared by the device-resident sampler tests (`device_rbm.rs`, `device_dlp.rs`,
+//! `device_lattice.rs`, `cuda.rs`): random RBMs and states, the documented Philox site
+//! uniforms restated, near-tie-aware draws, the f64 reconstruction of a DULA / DMALA step and
+//! the step-by-step and law checks built on it, a Pearson χ² test with its limit, and `cuda:0`
+//! for the GPU checks; [`bert`]: a small BERT configuration. Each test binary uses a subset of
+//! them.
 
 #![allow(dead_code)]
 
-use dlp_candle::philox::{counter, philox4x32_10};
-use dlp_core::DomainKind;
+pub mod bert;
+
+use dlp_candle::Error;
+use dlp_candle::device_chains::DeviceChains;
+use dlp_candle::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
+use dlp_candle::philox::{counter, philox4x32_10, u01_of_u64, u64_of};
+use dlp_core::math::sigmoid;
+use dlp_core::{DomainKind, Space, Target};
 use dlp_models::Rbm;
+use dlp_samplers::dlp::DlpProposal;
 use rand::{RngExt, SeedableRng};
 
 pub fn random_rbm(domain: DomainKind, d: usize, m: usize, scale: f64, seed: u64) -> Rbm {
@@ -63,4 +73,170 @@ pub fn chi2(counts: &[u64], p: &[f64], n: u64) -> (f64, usize) {
         cells += 1;
     }
     (stat, cells.saturating_sub(1).max(1))
+}
+
+/// The next state of DULA (`mh` false) or DMALA chain `j` from `x` at step `t` with step size
+/// `alpha`, computed in f64 from `target`'s own f and ∇f, the host DLP proposal of
+/// dlp-samplers and the streams of `key`; `None` on a near tie (a flip uniform within 1e−5 of
+/// its probability, or ln u within 1e−3 of DMALA's log ratio: the f32 errors of the small
+/// models tested are ≲ 1e−5).
+pub fn dlp_reference_step(
+    target: &dyn Target,
+    alpha: f64,
+    mh: bool,
+    key: [u32; 2],
+    j: usize,
+    t: u32,
+    x: &[u32],
+) -> Option<Vec<u32>> {
+    let d = target.space().d;
+    let space = target.space().clone();
+    let proposal = DlpProposal::new(alpha, None).unwrap();
+    let (mut f, mut g) = ([0.0], vec![0.0; d]);
+    target.log_density_grad_batch(x, &mut f, &mut g);
+    let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
+    let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
+    let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), 1e-5)?;
+    let y: Vec<u32> = x.iter().zip(&flips).map(|(a, b)| a ^ b).collect();
+    if !mh {
+        return Some(y);
+    }
+    let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
+    target.log_density_grad_batch(&y, &mut fy, &mut gy);
+    let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
+    let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
+    let ratio =
+        fy[0] - f[0] + proposal.log_prob(&space, &y, x, &ly, log_zy) - proposal.log_prob(&space, x, &y, &l, log_z);
+    let r = philox4x32_10(counter(j as u32, t, PURPOSE_MH, 0), key);
+    let ln_u = u01_of_u64(u64_of(r[0], r[1])).ln();
+    if (ln_u - ratio).abs() < 1e-3 {
+        return None;
+    }
+    Some(if ln_u < ratio { y } else { x.to_vec() })
+}
+
+/// Runs `steps` steps of `chains` (started at `x0`) and checks each chain's every step
+/// against `reference(j, t, previous row)` from the chain's previous position, so the cached
+/// state (G, f(x)) is checked too. Chains hitting a near tie (`None`) are dropped from then
+/// on; at least 80% must survive. Then the accepted counts of the survivors: with an MH test
+/// (`mh`) at least the number of moves (an accepted step may propose no flip) and at most
+/// `steps`, some rejections and some acceptances overall; without, `steps`. Returns the
+/// positions after each step and the number of moves of each chain.
+pub fn check_paths(
+    chains: &mut dyn DeviceChains,
+    x0: &[u32],
+    steps: u32,
+    mh: bool,
+    what: &str,
+    reference: impl Fn(usize, u32, &[u32]) -> Option<Vec<u32>>,
+) -> (Vec<Vec<u32>>, Vec<u64>) {
+    let (n, d) = (chains.n_chains(), chains.dim());
+    let mut alive = vec![true; n];
+    let (mut prev, mut history) = (x0.to_vec(), Vec::new());
+    let mut moves = vec![0u64; n];
+    for t in 0..steps {
+        chains.step().unwrap();
+        let now = chains.positions().unwrap();
+        for j in 0..n {
+            if !alive[j] {
+                continue;
+            }
+            let row = j * d..(j + 1) * d;
+            match reference(j, t, &prev[row.clone()]) {
+                None => alive[j] = false,
+                Some(want) => {
+                    assert_eq!(now[row.clone()], want[..], "{what} chain {j} step {t}");
+                    moves[j] += u64::from(now[row.clone()] != prev[row]);
+                }
+            }
+        }
+        history.push(now.clone());
+        prev = now;
+    }
+    assert!(alive.iter().filter(|&&a| a).count() >= n * 4 / 5, "{what}: too many near ties");
+    assert_eq!(chains.steps_taken(), steps as u64);
+    let accepted = chains.accepted().unwrap();
+    for j in (0..n).filter(|&j| alive[j]) {
+        if mh {
+            assert!(accepted[j] >= moves[j] && accepted[j] <= steps as u64, "{what} chain {j}");
+        } else {
+            assert_eq!(accepted[j], steps as u64, "{what} chain {j}");
+        }
+    }
+    if mh {
+        let total: u64 = accepted.iter().sum();
+        assert!(
+            total > 0 && total < n as u64 * steps as u64,
+            "{what}: accepted {total} of {}",
+            n as u64 * steps as u64
+        );
+    }
+    (history, moves)
+}
+
+/// Chain j's path depends on (seed, j) only: `a` runs the first chains of `b` (the same
+/// starting rows `x0` of `b`, the same seed); their paths are identical for 12 steps, and
+/// some chain moves.
+pub fn check_prefix_paths(a: &mut dyn DeviceChains, b: &mut dyn DeviceChains, x0: &[u32], what: &str) {
+    let (na, d) = (a.n_chains(), a.dim());
+    let mut moved = false;
+    for t in 0..12 {
+        a.step().unwrap();
+        b.step().unwrap();
+        let (pa, pb) = (a.positions().unwrap(), b.positions().unwrap());
+        assert_eq!(pa[..], pb[..na * d], "{what} step {t}");
+        moved |= pa != x0[..na * d];
+    }
+    assert!(moved, "{what}: the chains never moved");
+    assert_eq!(a.accepted().unwrap()[..], b.accepted().unwrap()[..na]);
+}
+
+/// n starting rows of `space` (binary, d ≤ 63), chain j at state j mod 2^d: with n a multiple
+/// of 2^d, equal numbers from every state.
+pub fn every_state_in_turn(space: &Space, n: usize) -> Vec<u32> {
+    let (d, ns) = (space.d, 1u64 << space.d);
+    let mut x0 = vec![0u32; n * d];
+    for j in 0..n {
+        space.state_of_index(j as u64 % ns, &mut x0[j * d..(j + 1) * d]);
+    }
+    x0
+}
+
+/// The pooled law of the rows `positions` of `space` (binary) against `law` by Pearson χ²
+/// ([`chi2`] at the 1e−6 limit [`chi2_limit`]), printed and asserted.
+pub fn check_law_chi2(positions: &[u32], space: &Space, law: &[f64], what: &str) {
+    let d = space.d;
+    let mut counts = vec![0u64; 1 << d];
+    for row in positions.chunks(d) {
+        counts[space.index_of_state(row) as usize] += 1;
+    }
+    let (stat, df) = chi2(&counts, law, (positions.len() / d) as u64);
+    println!("{what}: χ² = {stat:.1} on {df} df (limit {:.1})", chi2_limit(df));
+    assert!(stat < chi2_limit(df), "{what}: χ² = {stat} on {df} df");
+}
+
+/// Asserts that `r` is an [`Error::Param`] whose message mentions `what`.
+pub fn expect_param_error<T>(r: Result<T, Error>, what: &str) {
+    match r {
+        Err(Error::Param(msg)) => assert!(msg.contains(what), "{msg:?} should mention {what:?}"),
+        Err(e) => panic!("{what}: expected Error::Param, got {e:?}"),
+        Ok(_) => panic!("{what}: accepted"),
+    }
+}
+
+/// `cuda:0`, or `None` (with a note on stderr) when this machine has no usable GPU; with
+/// `DLP_REQUIRE_GPU` set (`scripts/gpu_check.sh` sets it) no GPU is a failure, so a GPU run
+/// cannot pass by skipping.
+#[cfg(feature = "cuda")]
+pub fn gpu() -> Option<candle_core::Device> {
+    match candle_core::Device::new_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var_os("DLP_REQUIRE_GPU").is_some() => {
+            panic!("DLP_REQUIRE_GPU is set but cuda:0 fails: {e}")
+        }
+        Err(e) => {
+            eprintln!("no CUDA device, check skipped: {e}");
+            None
+        }
+    }
 }
