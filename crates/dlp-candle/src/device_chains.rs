@@ -32,3 +32,24 @@ pub trait DeviceChains {
     /// Steps taken since the start.
     fn steps_taken(&self) -> u64;
 }
+
+/// The f32 0/1 state matrix of the f32 device chains as index rows (what
+/// [`DeviceChains::positions`] returns).
+pub(crate) fn bits_of(x: Vec<f32>) -> Vec<u32> {
+    x.into_iter().map(|v| (v != 0.0) as u32).collect()
+}
+
+/// [`DeviceChains::accepted`] of chains that keep u32 counts of accepted MH proposals, or, for a
+/// sampler without an MH test (`mh` false), every step taken by each of the `n` chains; the
+/// counts are read (from the device) only when they are needed.
+pub(crate) fn accepted_counts(
+    mh: bool,
+    steps: u64,
+    n: usize,
+    counts: impl FnOnce() -> candle_core::Result<Vec<u32>>,
+) -> candle_core::Result<Vec<u64>> {
+    if !mh {
+        return Ok(vec![steps; n]);
+    }
+    Ok(counts()?.into_iter().map(u64::from).collect())
+}

@@ -50,7 +50,7 @@
 //! after which the paths separate (they agree in law). f is f32: on a model with f ≈ 10³ the
 //! log ratio carries an error of ~10⁻⁴ (see [`crate::device_rbm`]).
 
-use crate::device_chains::DeviceChains;
+use crate::device_chains::{DeviceChains, accepted_counts, bits_of};
 use crate::device_rbm::{chain_count, cpu_accept, cpu_propose, half_inv_step_size};
 use crate::philox::key_of_seed;
 use crate::{Error, build_error, device_name};
@@ -278,19 +278,15 @@ impl DeviceChains for DeviceDlp {
             #[cfg(feature = "cuda")]
             State::Cuda(st) => st.positions()?,
         };
-        Ok(x.into_iter().map(|v| (v != 0.0) as u32).collect())
+        Ok(bits_of(x))
     }
 
     fn accepted(&self) -> candle_core::Result<Vec<u64>> {
-        if let DlpKind::Dula { .. } = self.kind {
-            return Ok(vec![self.steps; self.n]);
-        }
-        let counts = match &self.state {
-            State::Cpu(st) => st.count.clone(),
+        accepted_counts(matches!(self.kind, DlpKind::Dmala { .. }), self.steps, self.n, || match &self.state {
+            State::Cpu(st) => Ok(st.count.clone()),
             #[cfg(feature = "cuda")]
-            State::Cuda(st) => st.counts()?,
-        };
-        Ok(counts.into_iter().map(u64::from).collect())
+            State::Cuda(st) => st.counts(),
+        })
     }
 
     fn steps_taken(&self) -> u64 {

@@ -76,7 +76,7 @@
 //! code evaluates f at both values of the site with two full products; here the cached a
 //! makes that O(M)).
 
-use crate::device_chains::DeviceChains;
+use crate::device_chains::{DeviceChains, accepted_counts, bits_of};
 use crate::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
 use crate::{Error, build_error, device_name};
 use candle_core::{Device, Tensor};
@@ -386,19 +386,17 @@ impl DeviceChains for DeviceRbm {
             #[cfg(feature = "cuda")]
             State::Cuda(st) => st.positions()?,
         };
-        Ok(x.into_iter().map(|v| (v != 0.0) as u32).collect())
+        Ok(bits_of(x))
     }
 
     fn accepted(&self) -> candle_core::Result<Vec<u64>> {
-        if !matches!(self.k.sampler, RbmSampler::Dmala { .. }) {
-            return Ok(vec![self.steps; self.k.n]);
-        }
-        let counts = match &self.state {
-            State::Cpu(st) => st.count.clone(),
-            #[cfg(feature = "cuda")]
-            State::Cuda(st) => st.counts()?,
-        };
-        Ok(counts.into_iter().map(u64::from).collect())
+        accepted_counts(matches!(self.k.sampler, RbmSampler::Dmala { .. }), self.steps, self.k.n, || {
+            match &self.state {
+                State::Cpu(st) => Ok(st.count.clone()),
+                #[cfg(feature = "cuda")]
+                State::Cuda(st) => st.counts(),
+            }
+        })
     }
 
     fn steps_taken(&self) -> u64 {
