@@ -14,10 +14,10 @@
 //! kernels (`impl: "rust-generic"`).
 //!
 //! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-candle`
-//! instead: DULA/DMALA on the lattice (`device_lattice`) and DULA/DMALA/bg-1 on the RBM
-//! (`device_rbm`; also `gibbs` and `block-gibbs`, the default RBM set being
-//! dula,dmala,gibbs,block-gibbs), states and random numbers kept on the device, each timing bracketed by a
-//! device synchronisation (`impl: "rust-cuda"`, or `"rust-device-cpu"` for the CPU twin).
+//! instead: DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
+//! and `block-gibbs` on the RBM (`device_rbm`; no `bg-1`, whose per-step work `gibbs` does),
+//! states and random numbers kept on the device, each timing bracketed by a device
+//! synchronisation (`impl: "rust-cuda"`, or `"rust-device-cpu"` for the CPU twin).
 //! Samplers without a device path are skipped with a note on stderr; `--threads` does not
 //! apply (records carry `threads: 1`).
 
