@@ -267,12 +267,16 @@ impl Transform {
                 let e = phi.exp();
                 (e, e, 1.0)
             }
-            // One e^φ and one expm1(−u) for f′ = −expm1(−u) and f″/f′ = u e^{−u}/f′ (the
-            // separate methods' forms where u < 1e−8 or u > 745, i.e. outside this range).
+            // One e^φ and one expm1(−u) for f′ = −expm1(−u) and, while u < ln 2, f″/f′ =
+            // u e^{−u}/f′ with e^{−u} = 1 + expm1(−u) ∈ (½, 1] (no cancellation). Above ln 2
+            // that sum cancels (at u = 33 it keeps two digits of e^{−u} ≈ 5e−15), so f″/f′ takes
+            // `dlog_jac`'s u/expm1(u) there. Outside this φ range the separate methods' forms
+            // apply (u < 1e−8, u > 745).
             Transform::Icll if (-18.0..6.6).contains(&phi) => {
                 let u = phi.exp();
                 let em = (-u).exp_m1();
-                (icll(phi), -em, u * (1.0 + em) / -em)
+                let l = if u < std::f64::consts::LN_2 { u * (1.0 + em) / -em } else { u / u.exp_m1() };
+                (icll(phi), -em, l)
             }
             t => (t.forward(phi), t.dforward(phi), t.dlog_jac(phi)),
         }

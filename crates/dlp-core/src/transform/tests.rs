@@ -87,7 +87,8 @@ fn any_transform() -> impl Strategy<Value = Transform> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    // Fixed seed, no regression file: the same cases on every run (see below).
+    #![proptest_config(ProptestConfig { cases: 2000, rng_seed: proptest::test_runner::RngSeed::Fixed(20261128), failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Over |φ| ≤ 700 every function is finite and in range, log f′ agrees with log of f′
     /// wherever f′ is a normal number, and g(f(φ)) = φ up to the conditioning of the round trip:
@@ -158,15 +159,40 @@ proptest! {
     }
 }
 
+/// The fused (f, f′, f″/f′) equals the three separate functions to a few ulp, relative: f″/f′
+/// of ICLL is u/(eᵘ − 1) ≈ 1e−13 at φ = 3.5, where an absolute bound of 4 ulp of 1 let through
+/// a fused form with 1% error (1 + expm1(−u) cancelling) until a random proptest seed hit it.
+fn fused_matches(t: Transform, phi: f64) -> Result<(), String> {
+    let (f, d, l) = t.forward_jac(phi);
+    let near = |a: f64, b: f64| (a - b).abs() <= 8.0 * f64::EPSILON * a.abs().max(b.abs()) || a == b;
+    for (what, fused, separate) in
+        [("f", f, t.forward(phi)), ("f'", d, t.dforward(phi)), ("f''/f'", l, t.dlog_jac(phi))]
+    {
+        if !near(fused, separate) {
+            return Err(format!("{} {what}({phi}): fused {fused} vs {separate}", t.name()));
+        }
+    }
+    Ok(())
+}
+
+/// The same on a dense grid over ICLL's fused range [−18, 6.6) (the proptest below samples
+/// ±700 and lands there rarely), where the 1% error above sat at φ ∈ (2.5, 6.6).
+#[test]
+fn fused_icll_equals_the_separate_functions_on_a_grid() {
+    for i in 0..=246_000 {
+        let phi = -18.0 + i as f64 * 1e-4;
+        fused_matches(Transform::Icll, phi).unwrap();
+    }
+}
+
 proptest! {
-    /// The fused (f, f′, f″/f′) equals the three separate functions to a few ulp.
+    // A fixed seed: the same cases on every run (a random seed made CI fail on a case no local
+    // run had drawn); no regression file is written.
+    #![proptest_config(ProptestConfig { cases: 4096, rng_seed: proptest::test_runner::RngSeed::Fixed(20261127), failure_persistence: None, ..ProptestConfig::default() })]
+    /// The fused (f, f′, f″/f′) equals the three separate functions to a few ulp, relative.
     #[test]
     fn forward_jac_equals_the_separate_functions(t in any_transform(), phi in -700.0f64..700.0) {
-        let (f, d, l) = t.forward_jac(phi);
-        let near = |a: f64, b: f64| (a - b).abs() <= 4.0 * f64::EPSILON * a.abs().max(b.abs()) || a == b;
-        prop_assert!(near(f, t.forward(phi)), "{} f({phi}): {f} vs {}", t.name(), t.forward(phi));
-        prop_assert!(near(d, t.dforward(phi)), "{} f'({phi}): {d} vs {}", t.name(), t.dforward(phi));
-        prop_assert!((l - t.dlog_jac(phi)).abs() <= 4.0 * f64::EPSILON, "{} f''/f'({phi}): {l} vs {}", t.name(), t.dlog_jac(phi));
+        prop_assert!(fused_matches(t, phi).is_ok(), "{}", fused_matches(t, phi).unwrap_err());
     }
 }
 
