@@ -4,13 +4,18 @@
 //! * [`VocabKind::Protein`]: every non-special token is one character (AntiBERTy: the 20 amino
 //!   acids); each character of a line is one token, `_` a masked residue, spaces are ignored.
 //! * [`VocabKind::WordPiece`]: an English BERT vocabulary (it has `##` continuation pieces);
-//!   lines are split by BERT's pre-tokeniser and WordPiece (the `tokenizers` crate), with
+//!   lines go through Hugging Face's `BertTokenizer` pipeline as the `tokenizers` crate builds
+//!   it — BERT's normaliser (control characters dropped, CJK characters split, and for an
+//!   uncased vocabulary lower-casing and accent stripping), BERT's pre-tokeniser (whitespace,
+//!   then every punctuation character its own word) and greedy longest-match WordPiece — with
 //!   `[MASK]` marking a masked token.
 //! * [`VocabKind::Word`]: a word-level vocabulary (the project's stand-in MLM: lowercase words
 //!   and `. , ; : ! ?`); a line is lower-cased and split into words and those punctuation marks,
 //!   `[MASK]` marks a masked word.
 //!
-//! A token outside the vocabulary is an error (never silently `[UNK]`).
+//! A token outside the vocabulary is an error, never silently `[UNK]`: for WordPiece that is a
+//! word with no split into vocabulary pieces (an emoji, a script the vocabulary lacks), which
+//! `BertTokenizer` would turn into `[UNK]` and the infilling would then condition on.
 
 use crate::Error;
 use std::collections::HashMap;
@@ -42,9 +47,8 @@ pub struct Vocab {
     index: HashMap<String, u32>,
     special: Vec<bool>,
     kind: VocabKind,
-    /// The WordPiece model of a [`VocabKind::WordPiece`] vocabulary, and whether it is uncased
-    /// (no upper-case letter in any token: input is lower-cased first).
-    wordpiece: Option<(std::sync::Arc<tokenizers::models::wordpiece::WordPiece>, bool)>,
+    /// The tokeniser of a [`VocabKind::WordPiece`] vocabulary (see the module doc).
+    wordpiece: Option<std::sync::Arc<tokenizers::Tokenizer>>,
 }
 
 /// True for a token written `[…]` (`[PAD]`, `[MASK]`, `[unused0]`, …): never proposed.
@@ -82,13 +86,10 @@ impl Vocab {
         };
         let wordpiece = match kind {
             VocabKind::WordPiece => {
-                use tokenizers::models::wordpiece::WordPiece;
-                let text = tokens.join("\n");
-                let built = WordPiece::read_bytes(text.as_bytes())
-                    .and_then(|v| WordPiece::builder().vocab(v).unk_token("[UNK]".into()).build())
-                    .map_err(|e| Error::Checkpoint(format!("WordPiece vocabulary: {e}")))?;
+                // Uncased when no ordinary token has an upper-case letter (bert-base-uncased's
+                // vocabulary; the cased one has "The").
                 let uncased = !tokens.iter().any(|t| !bracketed(t) && t.chars().any(char::is_uppercase));
-                Some((std::sync::Arc::new(built), uncased))
+                Some(std::sync::Arc::new(wordpiece::tokenizer(&tokens, uncased)?))
             }
             _ => None,
         };
@@ -270,7 +271,10 @@ impl Vocab {
     fn encode_wordpiece(&self, line: &str) -> Result<Vec<Piece>, Error> {
         self.encode_with(line, |rest, c| {
             let end = rest.find("[MASK]").filter(|&e| e > 0).unwrap_or(rest.len());
-            Ok((wordpiece::encode(self, &rest[..end]).map_err(|t| self.unknown(&t, c))?, end))
+            let tok = self.wordpiece.as_deref().expect("built with a WordPiece vocabulary");
+            let ids =
+                wordpiece::encode(tok, self.unk(), &rest[..end]).map_err(|(word, at)| self.unknown(&word, c + at))?;
+            Ok((ids, end))
         })
     }
 
@@ -324,46 +328,37 @@ fn split_with_columns(line: &str) -> Vec<(usize, &str)> {
 }
 
 mod wordpiece {
-    //! WordPiece: BERT's basic split (whitespace, then every punctuation character its own
-    //! word; lower-casing for uncased vocabularies), then the `tokenizers` crate's greedy
-    //! longest-match WordPiece per word. Accents are not stripped.
-    use super::Vocab;
-    use tokenizers::Model;
+    //! The `tokenizers` crate's `BertTokenizer` pipeline (normaliser, pre-tokeniser, WordPiece),
+    //! without the special tokens that [`super::Vocab::wrap`] adds.
+    use crate::Error;
+    use tokenizers::Tokenizer;
+    use tokenizers::models::wordpiece::WordPiece;
+    use tokenizers::normalizers::bert::BertNormalizer;
+    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 
-    /// The ids of `text` (no `[MASK]` inside); `Err(word)` names the first word that has no
-    /// WordPiece split (the model would map it to `[UNK]`, which we refuse).
-    pub(super) fn encode(vocab: &Vocab, text: &str) -> Result<Vec<u32>, String> {
-        let Some((wp, uncased)) = &vocab.wordpiece else {
-            return Err(text.to_string());
-        };
-        let text = if *uncased { text.to_lowercase() } else { text.to_string() };
-        let mut words: Vec<String> = Vec::new();
-        let mut cur = String::new();
-        for c in text.chars() {
-            if c.is_whitespace() || c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace()) {
-                if !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                }
-                if !c.is_whitespace() {
-                    words.push(c.to_string());
-                }
-            } else {
-                cur.push(c);
-            }
+    /// The tokeniser of a WordPiece token list (position = id). `strip_accents: None` follows
+    /// `lowercase`, as `BertTokenizer(do_lower_case=…)` does.
+    pub(super) fn tokenizer(tokens: &[String], uncased: bool) -> Result<Tokenizer, Error> {
+        let model = WordPiece::read_bytes(tokens.join("\n").as_bytes())
+            .and_then(|v| WordPiece::builder().vocab(v).unk_token("[UNK]".into()).build())
+            .map_err(|e| Error::Checkpoint(format!("WordPiece vocabulary: {e}")))?;
+        let mut tok = Tokenizer::new(model);
+        tok.with_normalizer(Some(BertNormalizer::new(true, true, None, uncased)))
+            .map_err(|e| Error::Checkpoint(format!("WordPiece normaliser: {e}")))?;
+        tok.with_pre_tokenizer(Some(BertPreTokenizer));
+        Ok(tok)
+    }
+
+    /// The ids of `text` (no `[MASK]` inside); `Err((word, characters before it))` for the
+    /// first word the tokeniser maps to `[UNK]`, which we refuse (module doc).
+    pub(super) fn encode(tok: &Tokenizer, unk: Option<u32>, text: &str) -> Result<Vec<u32>, (String, usize)> {
+        let enc = tok.encode(text, false).map_err(|e| (format!("{text} ({e})"), 0))?;
+        if let Some(i) = enc.get_ids().iter().position(|&id| Some(id) == unk) {
+            // Offsets are bytes of the original text, whatever the normaliser changed.
+            let (a, b) = enc.get_offsets()[i];
+            return Err((text[a..b].to_string(), text[..a].chars().count()));
         }
-        if !cur.is_empty() {
-            words.push(cur);
-        }
-        let unk = vocab.unk();
-        let mut ids = Vec::new();
-        for w in words {
-            let toks = wp.tokenize(&w).map_err(|_| w.clone())?;
-            if toks.iter().any(|t| Some(t.id) == unk) {
-                return Err(w);
-            }
-            ids.extend(toks.iter().map(|t| t.id));
-        }
-        Ok(ids)
+        Ok(enc.get_ids().to_vec())
     }
 }
 
