@@ -131,16 +131,10 @@ impl Run {
         Ok(())
     }
 
-    /// A progress bar on stderr (hidden when stderr is not a terminal).
+    /// A progress bar on stderr ([`dlp_core::progress::bar`]: plain log lines every minute
+    /// when stderr is not a terminal, e.g. in a Slurm job).
     pub fn progress(&self, len: u64, message: &str) -> indicatif::ProgressBar {
-        let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{msg:>12} [{elapsed_precise}] {wide_bar} {percent:>3}%")
-        {
-            bar.set_style(style);
-        }
-        bar.set_message(message.to_string());
-        bar
+        dlp_core::progress::bar(len, message)
     }
 
     /// Seconds since [`Run::start`].

@@ -224,18 +224,13 @@ pub fn relaxation_of(model: &dlp_models::Model) -> Option<dlp_gof::Relaxation> {
     None
 }
 
-/// A progress bar on stderr counting `len` units; hidden with `quiet` and, by indicatif,
-/// whenever stderr is not a terminal (so scripts and tests see no progress output).
+/// A progress bar on stderr counting `len` units ([`dlp_core::progress::bar`]: plain log lines
+/// every minute when stderr is not a terminal); hidden with `quiet`.
 pub fn progress_bar(len: u64, message: &str, quiet: bool) -> indicatif::ProgressBar {
     if quiet {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    let style = indicatif::ProgressStyle::with_template("{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar.set_message(message.to_string());
-    bar
+    dlp_core::progress::bar(len, message)
 }
 
 #[cfg(test)]

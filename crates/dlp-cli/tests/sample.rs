@@ -293,3 +293,27 @@ fn auto_step_size_is_refused_where_it_cannot_adapt() {
     let out = case.sample(&["--step-size", "auto", "--burn-in", "500"]);
     assert_input_error(&case, &out, "warm-up steps");
 }
+
+/// Without a terminal (here stderr is a pipe) indicatif draws nothing; a long run then logs
+/// plain progress lines every `DLP_PROGRESS_SECS` (60 s by default), and the output is the same.
+#[test]
+fn a_run_without_a_terminal_logs_progress_lines() {
+    let case = Case::new();
+    let run = |secs: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dlp"));
+        cmd.args(["sample", "--model"]).arg(case.path("m.json")).args(["--out"]).arg(case.path("p.csv"));
+        cmd.args(["--sampler", "gibbs", "--chains", "400", "--steps", "40000", "--seed", "3"]);
+        let out = cmd.env("DLP_PROGRESS_SECS", secs).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stderr).unwrap(), std::fs::read_to_string(case.path("p.csv")).unwrap())
+    };
+    let (logged, samples) = run("0.05");
+    let lines: Vec<&str> = logged.lines().filter(|l| l.starts_with("gibbs ×400: ")).collect();
+    // The run takes well over 0.05 s (16 M chain-steps; ≈ 0.8 s in a debug build), so there is
+    // at least one line.
+    assert!(!lines.is_empty(), "no progress line in {logged:?}");
+    assert!(lines.iter().all(|l| l.contains("/16000000 (") && l.contains("elapsed")), "{lines:?}");
+    let (quiet, same) = run("3600");
+    assert!(!quiet.contains("gibbs ×400: "), "{quiet:?}");
+    assert_eq!(samples, same);
+}

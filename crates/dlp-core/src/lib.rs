@@ -12,6 +12,7 @@
 //! * [`draw`]: the inverse-CDF categorical draws and the single-site Gibbs update.
 //! * [`lift`]: the even-partition lift of a discrete space into ℝ^d and its surrogates
 //!   (paper 004), shared by GF-KSD and GF-SVGD.
+//! * [`progress`]: progress bars for long runs, as plain log lines when stderr is no terminal.
 //! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
 //! * [`stats`]: ESS, running means and other diagnostics.
@@ -29,6 +30,7 @@ pub mod draw;
 pub mod io;
 pub mod lift;
 pub mod math;
+pub mod progress;
 pub mod rng;
 pub mod run;
 pub mod sampler;
