@@ -202,6 +202,8 @@ struct Snaps {
     every: usize,
     states: Vec<Vec<u8>>,
     seconds: Vec<f64>,
+    /// Counts chain-steps (a clone of the table's bar; hidden outside it).
+    bar: indicatif::ProgressBar,
 }
 
 impl Snaps {
@@ -216,7 +218,8 @@ impl Observer for Snaps {
         self.record(positions, 0.0);
     }
 
-    fn observe(&mut self, ctx: &StepContext, states: States<'_>, _: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
+        self.bar.inc(info.len() as u64);
         if ctx.step.is_multiple_of(self.every) {
             self.record(states.positions(), ctx.step_seconds);
         }
@@ -282,11 +285,11 @@ pub fn run(
     batch: Option<usize>,
     c: &RunConfig,
 ) -> Result<Vec<Point>> {
-    run_on(data, model, model, sampler, batch, c)
+    run_on(data, model, model, sampler, batch, c, &indicatif::ProgressBar::hidden())
 }
 
 /// [`run`] with the chains sampling `target` (the same network, e.g. a [`TensorBnn`]) while
-/// the metrics use `model`'s predictions.
+/// the metrics use `model`'s predictions; `bar` counts chain-steps.
 pub fn run_on(
     data: &BnnData,
     model: &BnnModel,
@@ -294,6 +297,7 @@ pub fn run_on(
     sampler: &SamplerSpec,
     batch: Option<usize>,
     c: &RunConfig,
+    bar: &indicatif::ProgressBar,
 ) -> Result<Vec<Point>> {
     let params = SamplerParams { step_size: sampler.step_size, batch_size: batch, ..Default::default() };
     let s = build_sampler(&sampler.name, &params)?;
@@ -305,6 +309,7 @@ pub fn run_on(
         every: c.every,
         states: Vec::new(),
         seconds: Vec::new(),
+        bar: bar.clone(),
     })?;
     let k = out.observers[0].states.len();
     // Checkpoints in parallel, chains in order within each: thread-independent sums.
@@ -349,7 +354,8 @@ pub fn table(
 ) -> Result<serde_json::Value> {
     use crate::plot::{Figure, Panel, Series};
     use serde_json::json;
-    let bar = out_run.progress((datasets.len() * columns.len() * seeds) as u64, title);
+    let chain_steps = (datasets.len() * columns.len() * seeds * c.chains * c.steps) as u64;
+    let bar = out_run.progress(chain_steps, title);
     let (mut rows, mut summary, mut panels) = (Vec::new(), Vec::new(), Vec::new());
     let mut md = format!(
         "| data set | metric | {} |\n|---|---|{}\n",
@@ -371,7 +377,8 @@ pub fn table(
             let mut curves = Vec::new();
             for i in 0..seeds {
                 let cfg = RunConfig { seed: out_run.seed() + i as u64, ..*c };
-                let curve = run_on(data, &m, target, &col.sampler, col.batch, &cfg)?;
+                bar.set_message(format!("{title}: {} {} seed {}", data.name, col.label, cfg.seed));
+                let curve = run_on(data, &m, target, &col.sampler, col.batch, &cfg, &bar)?;
                 for p in &curve {
                     rows.push(vec![
                         data.name.clone(),
@@ -386,7 +393,6 @@ pub fn table(
                     ]);
                 }
                 curves.push(curve);
-                bar.inc(1);
             }
             let last =
                 |f: fn(&Point) -> f64| curves.iter().map(|cv| f(cv.last().expect("a curve"))).collect::<Vec<_>>();

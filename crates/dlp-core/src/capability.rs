@@ -26,6 +26,29 @@ pub struct Capabilities<'a> {
     pub ising: Option<IsingView<'a>>,
     /// A Potts model with sparse couplings: GWG's sum-tree kernel on categorical moves.
     pub potts: Option<PottsView<'a>>,
+    /// A model that updates f after a one-site change from per-chain state, far cheaper than
+    /// evaluating f afresh (the binary BNN: O(N) per site instead of O(N·p·H)): single-site
+    /// Gibbs uses it.
+    pub site_updates: Option<&'a dyn SiteUpdates>,
+}
+
+/// A target whose single-site changes are cheap to score from per-chain state (see
+/// [`Capabilities::site_updates`]). The state must give the same f(x with x_i = v) − f(x) as
+/// [`crate::Target::coordinate_deltas`] up to rounding, so a fast path built on it is the same
+/// Markov kernel as the generic one (each implementation tests this).
+pub trait SiteUpdates: std::fmt::Debug + Sync {
+    /// The state of the chains `xs` (n × d, states in index form).
+    fn site_state<'s>(&'s self, xs: &[u32]) -> Box<dyn SiteState + 's>;
+}
+
+/// Per-chain state of a [`SiteUpdates`] target; chain `j` is row j of the states it was built
+/// from, and the caller keeps the states themselves.
+pub trait SiteState: Send {
+    /// `out[v]` = f(x with x_i = v) − f(x) for chain `j` at its current state `x` (length K;
+    /// `out[x[i]]` = 0).
+    fn deltas(&mut self, j: usize, x: &[u32], i: usize, out: &mut [f64]);
+    /// Chain `j`'s site `i` changes from `x[i]` (`x` is still the old state) to `v`.
+    fn set(&mut self, j: usize, x: &[u32], i: usize, v: u32);
 }
 
 /// A Potts model ℓ(c) = Σ_i h_i[c_i] + Σ_{i<j} J_ij [c_i = c_j] on classes c_i ∈ 0..K, with

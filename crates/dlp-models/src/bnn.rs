@@ -31,6 +31,8 @@ use ndarray::{Array2, ArrayView2, LinalgScalar};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
+mod sites;
+
 /// The official code's τ (the energy's temperature factor).
 pub const DEFAULT_TAU: f64 = 100.0;
 
@@ -629,6 +631,10 @@ impl Target for BnnModel {
 
     fn n_data(&self) -> Option<usize> {
         Some(self.n())
+    }
+
+    fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+        dlp_core::Capabilities { site_updates: Some(self), ..dlp_core::Capabilities::default() }
     }
 
     fn evaluate(

@@ -16,7 +16,8 @@
 //! separately are at the same step, so they use the same site (phase = step mod d).
 
 use crate::fast::rbm::RbmCache;
-use dlp_core::draw::gibbs_site_update;
+use dlp_core::capability::SiteState;
+use dlp_core::draw::{gibbs_site_update, sample_logits};
 use dlp_core::math::softmax_in_place;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
@@ -95,6 +96,12 @@ impl Sampler for Gibbs {
         target.log_density_batch(x0, &mut f);
         // On an RBM, keep the hidden pre-activations per chain (O(M) per site, not O(d·M)).
         let rbm = target.capabilities().rbm.map(|r| RbmCache::for_site_updates(r, x0));
+        // Otherwise, on a target with per-chain site state (the BNN: O(N) per site, not a
+        // network evaluation), that state.
+        let sites = match rbm {
+            None => target.capabilities().site_updates.map(|s| s.site_state(x0)),
+            Some(_) => None,
+        };
         Ok(Box::new(GibbsChains {
             target,
             scan: self.scan,
@@ -104,6 +111,7 @@ impl Sampler for Gibbs {
             w: vec![0.0; target.space().k()],
             scratch: Vec::new(),
             rbm,
+            sites,
         }))
     }
 
@@ -140,6 +148,7 @@ struct GibbsChains<'t> {
     w: Vec<f64>,
     scratch: Vec<f64>,
     rbm: Option<RbmCache<'t>>,
+    sites: Option<Box<dyn SiteState + 't>>,
 }
 
 impl Chains for GibbsChains<'_> {
@@ -167,6 +176,17 @@ impl Chains for GibbsChains<'_> {
                 let (f, flipped) = cache.site_update(j, row, self.f[j], i, &mut self.w, &mut self.scratch, rng);
                 self.f[j] = f;
                 flipped
+            } else if let Some(state) = &mut self.sites {
+                // The generic path's draw (one uniform) on the state's differences.
+                state.deltas(j, row, i, &mut self.w);
+                let v = sample_logits(&self.w, &mut self.scratch, rng);
+                self.f[j] += self.w[v];
+                let changed = v as u32 != row[i];
+                if changed {
+                    state.set(j, row, i, v as u32);
+                    row[i] = v as u32;
+                }
+                changed
             } else {
                 let old = row[i];
                 self.f[j] += gibbs_site_update(self.target, row, i, &mut self.w, &mut self.scratch, rng);
@@ -428,6 +448,38 @@ mod tests {
                     assert_eq!(before[i], after[i], "step {t} changed coordinate {i}");
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod site_state_tests {
+    use crate::fast::Generic;
+    use dlp_core::{RunOptions, Sampler, Target, run_chains};
+    use rand::RngExt;
+
+    /// On a BNN (which declares per-chain site state) single-site Gibbs takes the O(N) path;
+    /// with the capability hidden it takes the generic one. Same seeds, same draws: the chain
+    /// paths must be identical state for state (a difference in the conditionals beyond
+    /// rounding would change some of the 40 × 400 draws and so the final states), for both scans.
+    #[test]
+    fn bnn_site_state_path_equals_the_generic_path() {
+        let mut rng = dlp_core::setup_rng(8);
+        let (n, p, h) = (60, 5, 4);
+        let x: Vec<f64> = (0..n * p).map(|_| rng.random_range(-2.0..2.0)).collect();
+        let y: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();
+        let d = (p + 2) * h + 1;
+        let m = dlp_models::bnn::BnnModel::new(d, p, h, 100.0, x, y).unwrap();
+        assert!(m.capabilities().site_updates.is_some());
+        let x0: Vec<u32> = (0..40 * d).map(|_| rng.random_range(0..2)).collect();
+        for scan in [super::Scan::Random, super::Scan::Systematic] {
+            let s = super::Gibbs { scan };
+            let opts = RunOptions { seed: 3, threads: 0, chains_per_task: 0 };
+            let trace =
+                |t: &dyn Target| run_chains(&s as &dyn Sampler, t, &x0, 400, &opts, |_, _| ()).unwrap().final_states;
+            let (fast, generic) = (trace(&m), trace(&Generic(&m)));
+            assert_eq!(fast, generic, "{scan:?}");
+            assert_ne!(fast, x0, "{scan:?}: the chains moved");
         }
     }
 }
