@@ -120,10 +120,11 @@ impl BnnSites<'_> {
         let (m, n) = (self.m, self.m.n());
         let c = 2.0 * x[m.p * m.h + m.h + k] as f64 - 1.0;
         let a = &self.a[j][k * n..(k + 1) * n];
-        for r in 0..n {
-            let an = a[r] + feature.map_or(dw, |col| dw * m.x[r * m.p + col]);
-            self.a_new[r] = an;
-            self.z_new[r] = self.z[j][r] + c * (an.tanh() - a[r].tanh());
+        let rows = self.a_new.iter_mut().zip(self.z_new.iter_mut()).zip(a.iter().zip(&self.z[j]));
+        for (r, ((a_new, z_new), (&ar, &zr))) in rows.enumerate() {
+            let an = ar + feature.map_or(dw, |col| dw * m.x[r * m.p + col]);
+            *a_new = an;
+            *z_new = zr + c * (an.tanh() - ar.tanh());
         }
     }
 }
