@@ -34,16 +34,17 @@ enum Site {
 }
 
 /// The per-chain state: A column-major (A[k·N + n], so a hidden unit's column is contiguous),
-/// z, f, and the last proposal's new column / output, reused when it is accepted.
+/// z, f, and the last proposal's new column, output and f, reused when it is accepted.
 struct BnnSites<'m> {
     m: &'m BnnModel,
     a: Vec<Vec<f64>>,
     z: Vec<Vec<f64>>,
     f: Vec<f64>,
-    /// (chain, site) of the values in `a_new` / `z_new`.
+    /// (chain, site) of the values in `a_new` / `z_new` / `f_new`.
     pending: Option<(usize, usize)>,
     a_new: Vec<f64>,
     z_new: Vec<f64>,
+    f_new: f64,
 }
 
 impl SiteUpdates for BnnModel {
@@ -74,7 +75,7 @@ impl SiteUpdates for BnnModel {
             a.push(ak);
             z.push(zc);
         }
-        Box::new(BnnSites { m: self, a, z, f, pending: None, a_new: vec![0.0; n], z_new: vec![0.0; n] })
+        Box::new(BnnSites { m: self, a, z, f, pending: None, a_new: vec![0.0; n], z_new: vec![0.0; n], f_new: 0.0 })
     }
 }
 
@@ -97,9 +98,10 @@ impl BnnModel {
 }
 
 impl BnnSites<'_> {
-    /// Fills `z_new` (and `a_new` for W1/b1) with chain `j`'s values after site `i` moves by
-    /// `dw` (±2 in w = 2θ − 1).
-    fn propose(&mut self, j: usize, x: &[u32], i: usize, dw: f64) {
+    /// Fills `z_new` (and `a_new` for W1/b1) and `f_new` with chain `j`'s values after site
+    /// `i` flips (w = 2θ − 1 moves by ±2).
+    fn propose(&mut self, j: usize, x: &[u32], i: usize) {
+        let dw = if x[i] == 0 { 2.0 } else { -2.0 };
         match self.m.site(i) {
             Site::W1(feature, k) => self.propose_column(j, x, k, Some(feature), dw),
             Site::B1(k) => self.propose_column(j, x, k, None, dw),
@@ -112,6 +114,7 @@ impl BnnSites<'_> {
             }
             Site::B2 => self.z_new.iter_mut().zip(&self.z[j]).for_each(|(zn, &zo)| *zn = zo + dw),
         }
+        self.f_new = self.m.f_of_z(&self.z_new);
         self.pending = Some((j, i));
     }
 
@@ -131,10 +134,9 @@ impl BnnSites<'_> {
 
 impl SiteState for BnnSites<'_> {
     fn deltas(&mut self, j: usize, x: &[u32], i: usize, out: &mut [f64]) {
-        let dw = if x[i] == 0 { 2.0 } else { -2.0 };
-        self.propose(j, x, i, dw);
+        self.propose(j, x, i);
         out[x[i] as usize] = 0.0;
-        out[1 - x[i] as usize] = self.m.f_of_z(&self.z_new) - self.f[j];
+        out[1 - x[i] as usize] = self.f_new - self.f[j];
     }
 
     fn set(&mut self, j: usize, x: &[u32], i: usize, v: u32) {
@@ -142,14 +144,14 @@ impl SiteState for BnnSites<'_> {
             return;
         }
         if self.pending != Some((j, i)) {
-            self.propose(j, x, i, if x[i] == 0 { 2.0 } else { -2.0 });
+            self.propose(j, x, i);
         }
         let n = self.m.n();
         if let Site::W1(_, k) | Site::B1(k) = self.m.site(i) {
             self.a[j][k * n..(k + 1) * n].copy_from_slice(&self.a_new);
         }
         std::mem::swap(&mut self.z[j], &mut self.z_new);
-        self.f[j] = self.m.f_of_z(&self.z[j]);
+        self.f[j] = self.f_new;
         self.pending = None;
     }
 }
