@@ -69,6 +69,7 @@ def kdsd(
     seed: int,
     kernel: str,
     kernel_scale: float,
+    burnin: int,
 ) -> str: ...
 def gfksd(
     samples: npt.NDArray[np.int64],
@@ -82,6 +83,7 @@ def gfksd(
     surrogate: str,
     bandwidth: Optional[float],
     jitter: Optional[npt.NDArray[np.float64]],
+    burnin: int,
 ) -> str: ...
 def mmd(
     samples: npt.NDArray[np.int64],

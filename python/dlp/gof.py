@@ -25,30 +25,36 @@ def _common(reps: Any, alpha: Any, seed: Any) -> tuple:
 
 
 def kdsd(samples: Any, model: Any, *, statistic: str = "u", bootstrap: Optional[str] = None, reps: int = 1000,
-         alpha: float = 0.05, seed: int = 0, kernel: str = "exp_hamming", kernel_scale: float = 1.0) -> dict:
+         alpha: float = 0.05, seed: int = 0, kernel: str = "exp_hamming", kernel_scale: float = 1.0,
+         burnin: int = 1000) -> dict:
     """Kernelized discrete Stein discrepancy test (``dlp gof --test kdsd``).
 
     ``statistic`` is ``"u"`` (unbiased) or ``"v"``; ``bootstrap`` ``"multinomial"`` (default
-    with u) or ``"rademacher"`` (default with v); ``kernel`` ``"exp_hamming"`` (exp(−λH/d),
-    λ = ``kernel_scale``) or ``"hamming_linear"``.
+    with u), ``"rademacher"`` (default with v) or ``"model"``: the statistic of ``reps`` fresh
+    data sets of n draws from the model, a Monte Carlo test of exact level at every n (exact
+    draws for at most 2²⁰ states, else ``burnin`` Gibbs sweeps); ``kernel``
+    ``"exp_hamming"`` (exp(−λH/d), λ = ``kernel_scale``) or ``"hamming_linear"``.
     """
-    from . import _int_array, _model
+    from . import _count, _int_array, _model
     reps, alpha, seed = _common(reps, alpha, seed)
     out = _dlp.kdsd(_int_array(samples, "samples"), _model(model), statistic=statistic, bootstrap=bootstrap,
-                    reps=reps, alpha=alpha, seed=seed, kernel=kernel, kernel_scale=float(kernel_scale))
+                    reps=reps, alpha=alpha, seed=seed, kernel=kernel, kernel_scale=float(kernel_scale),
+                    burnin=_count(burnin, "burnin", 0))
     return json.loads(out)
 
 
 def gfksd(samples: Any, model: Any, *, statistic: str = "u", bootstrap: Optional[str] = None, reps: int = 1000,
           alpha: float = 0.05, seed: int = 0, surrogate: str = "gaussian", bandwidth: Optional[float] = None,
-          jitter: Any = None) -> dict:
+          jitter: Any = None, burnin: int = 1000) -> dict:
     """Gradient-free KSD on a continuous lift (``dlp gof --test gfksd``).
+
+    ``statistic`` and ``bootstrap`` (``"model"`` included) as for :func:`kdsd`.
 
     ``surrogate`` is ``"gaussian"`` or ``"relaxed"`` (Ising and RBM models); ``bandwidth``
     None (median heuristic) or a positive number; ``jitter`` an optional n × d array of reals
     in (0, 1) replacing the seeded jitter.
     """
-    from . import _int_array, _model
+    from . import _count, _int_array, _model
     reps, alpha, seed = _common(reps, alpha, seed)
     j = None
     if jitter is not None:
@@ -60,7 +66,8 @@ def gfksd(samples: Any, model: Any, *, statistic: str = "u", bootstrap: Optional
             raise ValueError(f"jitter{list(bad)} = {j[bad]} is not in (0, 1)")
     out = _dlp.gfksd(_int_array(samples, "samples"), _model(model), statistic=statistic, bootstrap=bootstrap,
                      reps=reps, alpha=alpha, seed=seed, surrogate=surrogate,
-                     bandwidth=None if bandwidth is None else float(bandwidth), jitter=j)
+                     bandwidth=None if bandwidth is None else float(bandwidth), jitter=j,
+                     burnin=_count(burnin, "burnin", 0))
     return json.loads(out)
 
 

@@ -9,8 +9,8 @@ use dlp_core::{DomainKind, Space};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
 use dlp_gof::{
-    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Statistic, Surrogate,
-    gfksd_test, kdsd_test, mmd_test,
+    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, ModelDraws, NullTest, Statistic,
+    Surrogate, gfksd_test, kdsd_test, mmd_test,
 };
 use numpy::PyReadonlyArray2;
 use pyo3::prelude::*;
@@ -19,21 +19,32 @@ use serde_json::{Value, json};
 /// Smallest sample `dlp gof` accepts (`gof.md` §10.2).
 const MIN_ROWS: usize = 10;
 
-/// The statistic and bootstrap named by the caller, checked as `dlp gof` checks them.
-fn null_test(statistic: &str, bootstrap: Option<&str>, reps: usize, alpha: f64, seed: u64) -> PyResult<NullTest> {
+/// The statistic and bootstrap named by the caller, checked as `dlp gof` checks them. For
+/// `"model"` (the model null, [`dlp_cli::ModelNull`]) the test itself runs one unused
+/// replicate of the statistic's default bootstrap, and the second value is true.
+fn null_test(
+    statistic: &str,
+    bootstrap: Option<&str>,
+    reps: usize,
+    alpha: f64,
+    seed: u64,
+) -> PyResult<(NullTest, bool)> {
     let statistic = match statistic {
         "u" => Statistic::U,
         "v" => Statistic::V,
         o => return Err(value_error(format!("statistic must be u or v, got \"{o}\""))),
     };
+    let model_null = bootstrap == Some("model");
     let bootstrap = match bootstrap {
-        None if statistic == Statistic::V => Bootstrap::Rademacher,
-        None | Some("multinomial") => Bootstrap::Multinomial,
+        None | Some("model") if statistic == Statistic::V => Bootstrap::Rademacher,
+        None | Some("multinomial") | Some("model") => Bootstrap::Multinomial,
         Some("rademacher") => Bootstrap::Rademacher,
-        Some(o) => return Err(value_error(format!("bootstrap must be multinomial or rademacher, got \"{o}\""))),
+        Some(o) => {
+            return Err(value_error(format!("bootstrap must be multinomial, rademacher or model, got \"{o}\"")));
+        }
     };
     check_reps_alpha(reps, alpha).map_err(value_error)?;
-    Ok(NullTest { statistic, bootstrap, reps, seed })
+    Ok((NullTest { statistic, bootstrap, reps: if model_null { 1 } else { reps }, seed }, model_null))
 }
 
 /// Rows of `samples` as indices, at least [`MIN_ROWS`] of them.
@@ -93,7 +104,7 @@ fn callback_error(model: &PyModel) -> PyResult<()> {
 
 /// KDSD test of `samples` (n × d values) against `model` (`dlp gof --test kdsd`).
 #[pyfunction]
-#[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, kernel, kernel_scale))]
+#[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, kernel, kernel_scale, burnin))]
 #[allow(clippy::too_many_arguments)]
 pub fn kdsd(
     py: Python<'_>,
@@ -106,8 +117,9 @@ pub fn kdsd(
     seed: u64,
     kernel: &str,
     kernel_scale: f64,
+    burnin: usize,
 ) -> PyResult<String> {
-    let null = null_test(statistic, bootstrap, reps, alpha, seed)?;
+    let (null, model_null) = null_test(statistic, bootstrap, reps, alpha, seed)?;
     if null.bootstrap == Bootstrap::Multinomial && null.statistic == Statistic::V {
         return Err(value_error(GofError::MultinomialNeedsU));
     }
@@ -138,15 +150,30 @@ pub fn kdsd(
         k["scale"] = json!(scale);
     }
     doc["kernel"] = k;
-    let method = null.bootstrap.name();
-    doc["bootstrap"] = json!({"method": method, "reps": reps});
-    finish(doc, out.null.statistic, out.null.p_value, alpha, warnings)
+    let p_value = if model_null {
+        let mn = dlp_cli::ModelNull { reps, seed, draws: ModelDraws::for_space(space, burnin) };
+        let n = xs.len() / space.d;
+        let pv = py.detach(|| {
+            mn.p_value(target, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
+                Ok(kdsd_test(target, ys, &KdsdOptions { kernel: base_kernel, null: NullTest { seed, ..null } })?
+                    .null
+                    .statistic)
+            })
+        });
+        callback_error(model)?;
+        pv.map_err(gof_error)?
+    } else {
+        let method = null.bootstrap.name();
+        doc["bootstrap"] = json!({"method": method, "reps": reps});
+        out.null.p_value
+    };
+    finish(doc, out.null.statistic, p_value, alpha, warnings)
 }
 
 /// GF-KSD test of `samples` against `model` (`dlp gof --test gfksd`); `jitter` (n × d reals
 /// in (0, 1)) replaces the seeded jitter.
 #[pyfunction]
-#[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, surrogate, bandwidth, jitter))]
+#[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, surrogate, bandwidth, jitter, burnin))]
 #[allow(clippy::too_many_arguments)]
 pub fn gfksd(
     py: Python<'_>,
@@ -160,8 +187,9 @@ pub fn gfksd(
     surrogate: &str,
     bandwidth: Option<f64>,
     jitter: Option<PyReadonlyArray2<'_, f64>>,
+    burnin: usize,
 ) -> PyResult<String> {
-    let null = null_test(statistic, bootstrap, reps, alpha, seed)?;
+    let (null, model_null) = null_test(statistic, bootstrap, reps, alpha, seed)?;
     if null.bootstrap == Bootstrap::Multinomial && null.statistic == Statistic::V {
         return Err(value_error(GofError::MultinomialNeedsU));
     }
@@ -213,9 +241,24 @@ pub fn gfksd(
         "bandwidth_rule": if bandwidth == Bandwidth::Median { "median" } else { "fixed" }});
     doc["weights_ess"] = json!(out.ess);
     doc["jitter"] = json!(if from_file { "array" } else { "rng" });
-    let method = null.bootstrap.name();
-    doc["bootstrap"] = json!({"method": method, "reps": reps});
-    finish(doc, out.null.statistic, out.null.p_value, alpha, warnings)
+    let p_value = if model_null {
+        // Replicate data sets draw their own jitter from their own seed.
+        let fresh = GfksdOptions { jitter: None, ..opts.clone() };
+        let mn = dlp_cli::ModelNull { reps, seed, draws: ModelDraws::for_space(space, burnin) };
+        let pv = py.detach(|| {
+            mn.p_value(target, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
+                let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
+                Ok(gfksd_test(target, ys, &o)?.null.statistic)
+            })
+        });
+        callback_error(model)?;
+        pv.map_err(gof_error)?
+    } else {
+        let method = null.bootstrap.name();
+        doc["bootstrap"] = json!({"method": method, "reps": reps});
+        out.null.p_value
+    };
+    finish(doc, out.null.statistic, p_value, alpha, warnings)
 }
 
 /// MMD permutation test of `samples` against `reference` rows, or against draws from `model`
@@ -237,7 +280,7 @@ pub fn mmd(
     seed: u64,
     kernel_scale: f64,
 ) -> PyResult<String> {
-    let null = null_test(statistic, None, reps, alpha, seed)?;
+    let (null, _) = null_test(statistic, None, reps, alpha, seed)?;
     if !(kernel_scale > 0.0 && kernel_scale.is_finite()) {
         return Err(value_error(format!("kernel_scale must be a positive number, got {kernel_scale}")));
     }

@@ -22,6 +22,8 @@ def cli_gof(dlp_bin, *args):
     ("kdsd", ["--kernel", "hamming-linear"], {"kernel": "hamming_linear"}),
     ("gfksd", [], {}),
     ("gfksd", ["--surrogate", "relaxed"], {"surrogate": "relaxed"}),
+    ("kdsd", ["--bootstrap", "model"], {"bootstrap": "model"}),
+    ("gfksd", ["--bootstrap", "model"], {"bootstrap": "model"}),
     ("mmd", [], {}),
 ])
 def test_p_values_equal_dlp_gof_on_the_same_files(dlp_bin, examples, test, extra, kwargs):

@@ -10,8 +10,8 @@ use dlp_core::{DomainKind, Space, Target};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
 use dlp_gof::{
-    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, NullTest, Statistic, Surrogate,
-    gfksd_test, kdsd_test, mmd_test,
+    Bandwidth, BaseKernel, Bootstrap, GfksdOptions, GofError, KdsdOptions, MmdOptions, ModelDraws, NullTest, Statistic,
+    Surrogate, gfksd_test, kdsd_test, mmd_test,
 };
 use dlp_models::{Delimiter, SamplesError, load_model, read_real_matrix, read_samples};
 use serde_json::{Value, json};
@@ -66,8 +66,11 @@ pub struct Args {
     /// u (unbiased, default) or v (biased).
     #[arg(long, value_name = "u|v")]
     pub statistic: Option<String>,
-    /// multinomial (default with u) or rademacher (default with v); mmd always permutes.
-    #[arg(long, value_name = "multinomial|rademacher")]
+    /// multinomial (default with u), rademacher (default with v), or model: the statistic of
+    /// --reps fresh data sets of n draws from the model (exact when K^d ≤ 2^20, else Gibbs with
+    /// --burnin), a Monte Carlo test of exact level at every n (the bootstraps are calibrated
+    /// only for large n); mmd always permutes.
+    #[arg(long, value_name = "multinomial|rademacher|model")]
     pub bootstrap: Option<String>,
     /// Bootstrap replicates (permutations for mmd).
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
@@ -99,7 +102,7 @@ pub struct Args {
     /// MMD: number of reference draws from the model (default n).
     #[arg(long, value_name = "M", allow_negative_numbers = true)]
     pub model_samples: Option<i64>,
-    /// MMD: Gibbs sweeps when the model is too large to draw exactly.
+    /// MMD and --bootstrap model: Gibbs sweeps when the model is too large to draw exactly.
     #[arg(long, default_value_t = 1000, value_name = "SWEEPS")]
     pub burnin: usize,
     /// auto, comma, tab or whitespace.
@@ -116,7 +119,11 @@ pub struct Args {
 /// Parameters after validation.
 struct Plan {
     statistic: Statistic,
+    /// The bootstrap, or for `--bootstrap model` the default one of the statistic (its
+    /// single replicate is unused).
     bootstrap: Bootstrap,
+    /// `--bootstrap model`.
+    model_null: bool,
     reps: usize,
     delimiter: Delimiter,
     surrogate_relaxed: bool,
@@ -129,12 +136,18 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
         Some("v") => Statistic::V,
         Some(o) => return Err(CliError::input(format!("--statistic must be u or v, got \"{o}\""))),
     };
+    let model_null = args.bootstrap.as_deref() == Some("model");
     let bootstrap = match args.bootstrap.as_deref() {
-        None if statistic == Statistic::V => Bootstrap::Rademacher,
-        None | Some("multinomial") => Bootstrap::Multinomial,
+        None | Some("model") if statistic == Statistic::V => Bootstrap::Rademacher,
+        None | Some("multinomial") | Some("model") => Bootstrap::Multinomial,
         Some("rademacher") => Bootstrap::Rademacher,
-        Some(o) => return Err(CliError::input(format!("--bootstrap must be multinomial or rademacher, got \"{o}\""))),
+        Some(o) => {
+            return Err(CliError::input(format!("--bootstrap must be multinomial, rademacher or model, got \"{o}\"")));
+        }
     };
+    if model_null && args.test == TestKind::Mmd {
+        return Err(CliError::input("--bootstrap model is for kdsd and gfksd; mmd always permutes"));
+    }
     if args.test != TestKind::Mmd && bootstrap == Bootstrap::Multinomial && statistic == Statistic::V {
         return Err(CliError::input(GofError::MultinomialNeedsU));
     }
@@ -173,7 +186,7 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
         let name = if args.test == TestKind::Kdsd { "kdsd" } else { "gfksd" };
         return Err(CliError::input(format!("--test {name} needs --model")));
     }
-    Ok(Plan { statistic, bootstrap, reps, delimiter, surrogate_relaxed, bandwidth })
+    Ok(Plan { statistic, bootstrap, model_null, reps, delimiter, surrogate_relaxed, bandwidth })
 }
 
 fn samples_error(e: SamplesError) -> CliError {
@@ -256,8 +269,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let xs = read_rows(&args.samples, &space, kind, p.delimiter)?;
     let n = xs.len() / space.d;
-    let null = NullTest { statistic: p.statistic, bootstrap: p.bootstrap, reps: p.reps, seed: args.seed };
+    // With `--bootstrap model` the test itself runs one (unused) bootstrap replicate and the
+    // null comes from `model_null` below.
+    let null = NullTest {
+        statistic: p.statistic,
+        bootstrap: p.bootstrap,
+        reps: if p.model_null { 1 } else { p.reps },
+        seed: args.seed,
+    };
     let mut warnings: Vec<String> = Vec::new();
+    let model_null =
+        dlp_cli::ModelNull { reps: p.reps, seed: args.seed, draws: ModelDraws::for_space(&space, args.burnin) };
     let mut doc = json!({
         "schema": "dlp.gof.result.v1",
         "test": match args.test { TestKind::Kdsd => "kdsd", TestKind::Gfksd => "gfksd", TestKind::Mmd => "mmd" },
@@ -290,8 +312,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 k["scale"] = json!(scale);
             }
             doc["kernel"] = k;
-            doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
-            (out.null.statistic, out.null.p_value)
+            if p.model_null {
+                let pv = model_null.p_value(t, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
+                    Ok(kdsd_test(t, ys, &KdsdOptions { kernel, null: NullTest { seed, ..null } })?.null.statistic)
+                });
+                (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
+            } else {
+                doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
+                (out.null.statistic, out.null.p_value)
+            }
         }
         TestKind::Gfksd => {
             let t = target.expect("checked in plan");
@@ -317,6 +346,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
             };
             let from_file = jitter.is_some();
             let opts = GfksdOptions { surrogate, bandwidth: p.bandwidth, null, jitter };
+            // Replicate data sets draw their own jitter from their own seed.
+            let fresh = GfksdOptions { jitter: None, ..opts.clone() };
             let out = gfksd_test(t, &xs, &opts).map_err(|e| gof_error(e, args.model.as_deref()))?;
             if out.ess < n as f64 / 10.0 {
                 warnings.push(format!(
@@ -329,8 +360,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 "bandwidth_rule": if p.bandwidth == Bandwidth::Median { "median" } else { "fixed" }});
             doc["weights_ess"] = json!(out.ess);
             doc["jitter"] = json!(if from_file { "file" } else { "rng" });
-            doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
-            (out.null.statistic, out.null.p_value)
+            if p.model_null {
+                let pv = model_null.p_value(t, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
+                    let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
+                    Ok(gfksd_test(t, ys, &o)?.null.statistic)
+                });
+                (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
+            } else {
+                doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
+                (out.null.statistic, out.null.p_value)
+            }
         }
         TestKind::Mmd => {
             let (ys, reference) = match &args.reference {

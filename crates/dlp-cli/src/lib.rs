@@ -224,6 +224,48 @@ pub fn relaxation_of(model: &dlp_models::Model) -> Option<dlp_gof::Relaxation> {
     None
 }
 
+/// `--bootstrap model` of `dlp gof` and `bootstrap="model"` of the Python package: the null
+/// from `reps` data sets of n draws from the model ([`dlp_gof::model_replicates`]).
+pub struct ModelNull {
+    /// Replicate data sets B.
+    pub reps: usize,
+    /// Seed of their streams.
+    pub seed: u64,
+    /// Exact or Gibbs draws.
+    pub draws: dlp_gof::ModelDraws,
+}
+
+impl ModelNull {
+    /// The p-value of `statistic` against the replicates of `stat`; records the method in
+    /// `doc["bootstrap"]` and warns when the draws are not exact.
+    pub fn p_value<F>(
+        &self,
+        target: &dyn dlp_core::Target,
+        n: usize,
+        statistic: f64,
+        doc: &mut serde_json::Value,
+        warnings: &mut Vec<String>,
+        stat: F,
+    ) -> Result<f64, dlp_gof::GofError>
+    where
+        F: Fn(&[u32], u64) -> Result<f64, dlp_gof::GofError> + Sync,
+    {
+        let burnin = match self.draws {
+            dlp_gof::ModelDraws::Exact => serde_json::Value::Null,
+            dlp_gof::ModelDraws::Gibbs { burnin } => {
+                warnings.push(format!(
+                    "model null drawn by {burnin} single-site Gibbs sweeps per chain (the space is too large to draw exactly); its level is exact only with exact draws"
+                ));
+                serde_json::json!(burnin)
+            }
+        };
+        doc["bootstrap"] =
+            serde_json::json!({"method": "model", "reps": self.reps, "sampler": self.draws.name(), "burnin": burnin});
+        let replicates = dlp_gof::model_replicates(target, n, self.reps, self.seed, self.draws, stat)?;
+        Ok(dlp_gof::p_value(statistic, &replicates))
+    }
+}
+
 /// A progress bar on stderr counting `len` units ([`dlp_core::progress::bar`]: plain log lines
 /// every minute when stderr is not a terminal); hidden with `quiet`.
 pub fn progress_bar(len: u64, message: &str, quiet: bool) -> indicatif::ProgressBar {

@@ -331,3 +331,106 @@ fn every_error_row_of_section_10_5() {
         String::from_utf8_lossy(&o.stderr).trim_end().to_string()
     });
 }
+
+#[test]
+fn the_model_null_is_the_library_monte_carlo_test_for_any_thread_count() {
+    use dlp_gof::{ModelDraws, model_replicates, p_value};
+    let dir = setup();
+    let p = dir.path();
+    let args = ["--test", "kdsd", "--samples", "samples.csv", "--model", "model.json", "--reps", "50"];
+    let model_args = [&args[..], &["--bootstrap", "model", "--seed", "7"]].concat();
+    let run = |threads: &str| {
+        Command::new(env!("CARGO_BIN_EXE_dlp"))
+            .current_dir(p)
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("gof")
+            .args(&model_args)
+            .output()
+            .expect("run dlp")
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert_eq!(one.stdout, two.stdout, "the thread count changed the result");
+    let j = ok_json(&one);
+    assert_eq!(j["bootstrap"]["method"], "model");
+    assert_eq!(j["bootstrap"]["sampler"], "exact");
+    assert_eq!(j["bootstrap"]["reps"], 50);
+    // The observed statistic is the bootstrap run's; the p-value is the library's Monte Carlo
+    // test: 50 data sets of n = 10 exact draws from the model, each one's KDSD U.
+    let boot = ok_json(&dlp(p, &args));
+    assert_eq!(j["statistic"], boot["statistic"]);
+    let model = dlp_models::load_model(&p.join("model.json")).unwrap();
+    let t = model.as_target();
+    let xs: Vec<u32> = repeated(&SAMPLES_8_1, 2)
+        .lines()
+        .skip(1)
+        .flat_map(|l| l.split(',').map(|v| t.space().index_of_value(v.parse().unwrap()).unwrap()).collect::<Vec<_>>())
+        .collect();
+    let null = dlp_gof::NullTest {
+        statistic: dlp_gof::Statistic::U,
+        bootstrap: dlp_gof::Bootstrap::Multinomial,
+        reps: 1,
+        seed: 0,
+    };
+    let stat = |ys: &[u32], seed: u64| {
+        let opts =
+            dlp_gof::KdsdOptions { kernel: dlp_gof::BaseKernel::default(), null: dlp_gof::NullTest { seed, ..null } };
+        Ok(dlp_gof::kdsd_test(t, ys, &opts)?.null.statistic)
+    };
+    let observed = stat(&xs, 0).unwrap();
+    close(j["statistic"].as_f64().unwrap(), observed, "observed U");
+    let reps = model_replicates(t, 10, 50, 7, ModelDraws::Exact, stat).unwrap();
+    // (serde_json reads floats to within an ulp, so compare the count: p·(B + 1).)
+    assert_eq!((j["p_value"].as_f64().unwrap() * 51.0).round(), (p_value(observed, &reps) * 51.0).round());
+    // GF-KSD takes it too (replicates draw their own jitter); MMD always permutes.
+    let g = ok_json(&dlp(
+        p,
+        &[
+            "--test",
+            "gfksd",
+            "--samples",
+            "samples.csv",
+            "--model",
+            "model.json",
+            "--reps",
+            "20",
+            "--bootstrap",
+            "model",
+        ],
+    ));
+    assert_eq!(g["bootstrap"]["method"], "model");
+    let pv = g["p_value"].as_f64().unwrap();
+    assert!(pv > 0.0 && pv <= 1.0 && (pv * 21.0 - (pv * 21.0).round()).abs() < 1e-9, "p = {pv}");
+    fails(
+        p,
+        &["--test", "mmd", "--samples", "samples.csv", "--model", "model.json", "--bootstrap", "model"],
+        "error: --bootstrap model is for kdsd and gfksd; mmd always permutes",
+    );
+    // A space of 2^25 states is drawn by Gibbs, with a warning.
+    write(
+        p,
+        "m25.json",
+        r#"{"schema": "dlp.model.v1", "kind": "ising", "d": 25,
+      "lattice": {"shape": [5, 5], "periodic": true, "coupling": 0.2}}"#,
+    );
+    write(p, "s25.csv", &spin_rows(12, 25));
+    let j = ok_json(&dlp(
+        p,
+        &[
+            "--test",
+            "kdsd",
+            "--samples",
+            "s25.csv",
+            "--model",
+            "m25.json",
+            "--reps",
+            "5",
+            "--bootstrap",
+            "model",
+            "--burnin",
+            "3",
+        ],
+    ));
+    assert_eq!(j["bootstrap"]["sampler"], "gibbs");
+    assert_eq!(j["bootstrap"]["burnin"], 3);
+    assert!(j["warnings"][0].as_str().unwrap().contains("Gibbs"), "{}", j["warnings"]);
+}

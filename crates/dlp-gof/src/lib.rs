@@ -10,6 +10,9 @@
 //!   sample or against reference draws from the model (exact on small spaces), spec §6.
 //! * [`bootstrap`]: the multinomial and Rademacher bootstraps and the p-value convention of
 //!   spec §4, acting on a [`KernelMatrix`] that every replicate reuses.
+//! * [`reference`]: draws from the model (exact by enumeration, or Gibbs), for MMD's one-sample
+//!   form and for the model null [`model_replicates`] (a Monte Carlo test, exact level at any n
+//!   with exact draws, where the bootstraps are only asymptotically calibrated).
 //!
 //! Every random draw comes from [`stream`]`(seed, purpose, index)`, one ChaCha8 stream per
 //! replicate / sample row / reference draw, so a seed gives bit-identical output for any
@@ -29,7 +32,7 @@ pub use kdsd::{BaseKernel, KdsdOptions, KdsdOutcome, difference_scores, kdsd_mat
 pub use matrix::KernelMatrix;
 pub use mmd::{MmdOptions, MmdOutcome, mmd_test};
 pub use mmd_packed::{MmdReference, mmd2_hamming_v};
-pub use reference::{exact_draws, gibbs_draws};
+pub use reference::{ModelDraws, exact_draws, gibbs_draws, model_replicates};
 
 use dlp_core::{ChainRng, chain_rng};
 
@@ -77,6 +80,8 @@ pub enum Purpose {
     Jitter = 2,
     /// One stream per reference draw (exact draw or Gibbs chain) of MMD's one-sample form.
     Reference = 3,
+    /// One stream per replicate data set of the model null ([`reference::model_replicates`]).
+    Model = 4,
 }
 
 /// The stream for (seed, purpose, index): `chain_rng(seed, purpose · 2⁴⁰ + index)`, i.e. the

@@ -141,3 +141,52 @@ fn type_one_table_of_section_9_2() {
     assert!(k > 42, "fwd-for-bwd variant: only {k} rejections of 500");
     eprintln!("{report:?}, bug {k}/500");
 }
+
+/// An 8-visible, 6-hidden binary RBM with N(0, s²) weights and biases (`Mix` seed 41): at
+/// s = 1 the README's case where the bootstraps over-reject at n = 100.
+fn coupled_rbm(s: f64) -> FnTarget {
+    let mut g = Mix(41);
+    let (d, m) = (8, 6);
+    let w = (0..d * m).map(|_| s * g.normal()).collect();
+    let b = (0..d).map(|_| s * g.normal()).collect();
+    let c = (0..m).map(|_| s * g.normal()).collect();
+    rbm(Space::binary(d), w, b, c)
+}
+
+/// KDSD's U-statistic of `xs` against `t` (exp-Hamming, λ = 1).
+fn kdsd_u(t: &FnTarget, xs: &[u32]) -> Result<f64, GofError> {
+    let null = NullTest { statistic: Statistic::U, bootstrap: Bootstrap::Multinomial, reps: 1, seed: 0 };
+    Ok(kdsd_test(t, xs, &KdsdOptions { kernel: BaseKernel::default(), null })?.null.statistic)
+}
+
+/// Rejections at α = 0.05 of the model null (B = 39 data sets of exact draws per test) among
+/// `r` data sets of n = 100 exact draws from `data`, tested against `model`.
+fn model_null_rejections(model: &FnTarget, data: &FnTarget, r: usize) -> usize {
+    let probs = enumerate_probabilities(data, 1 << 20).unwrap();
+    (0..r)
+        .filter(|&i| {
+            let xs = draws_from_probabilities(data.space(), &probs, 100, 3_000_000 + i as u64);
+            let t = kdsd_u(model, &xs).unwrap();
+            let reps =
+                model_replicates(model, 100, 39, i as u64, ModelDraws::Exact, |ys, _| kdsd_u(model, ys)).unwrap();
+            p_value(t, &reps) <= 0.05
+        })
+        .count()
+}
+
+#[test]
+fn the_model_null_holds_its_level_on_a_strongly_coupled_rbm_and_has_power() {
+    // Under H0 the observed statistic and the 39 replicates are exchangeable, so
+    // P(p ≤ 0.05) = P(at most 1 replicate ≥ T) = 2/40 = 0.05 exactly (ties have probability
+    // 0): rejections X ~ Bin(200, 0.05), and 2 ≤ X ≤ 21 fails falsely with probability
+    // P(X ≤ 1) + P(X ≥ 22) = 4.0e−4 + 4.8e−4 < 1e−3. Replicates drawn from anything but the
+    // model (or the observed data reused) break the lower or the upper bound. Measured at
+    // this seed: 15 of 200, where the multinomial bootstrap (B = 200) rejected 24 of 200.
+    let t = coupled_rbm(1.0);
+    let m = model_null_rejections(&t, &t, 200);
+    assert!((2..=21).contains(&m), "model null under H0: {m} of 200 rejections");
+    // Power against the same construction at s = 0.7 (measured 41 of 50, the bootstrap 34):
+    // with a true power ≥ 0.7, P(X < 20) for X ~ Bin(50, 0.7) is about 1e−5.
+    let m = model_null_rejections(&t, &coupled_rbm(0.7), 50);
+    assert!(m >= 20, "model null against s = 0.7: {m} of 50 rejections");
+}
