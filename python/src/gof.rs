@@ -102,6 +102,38 @@ fn callback_error(model: &PyModel) -> PyResult<()> {
     }
 }
 
+/// The p-value of the observed statistic: with `model_null`, the model null's
+/// ([`dlp_cli::ModelNull`], `stat` computing the statistic of a replicate data set and seed;
+/// B, its Gibbs sweeps and the sample size n), else the bootstrap's in `observed`. Records the
+/// method in `doc["bootstrap"]`.
+#[allow(clippy::too_many_arguments)]
+fn null_p_value<F>(
+    py: Python<'_>,
+    model: &PyModel,
+    null: &NullTest,
+    model_null: bool,
+    (reps, burnin, n): (usize, usize, usize),
+    observed: &dlp_gof::bootstrap::NullOutcome,
+    doc: &mut Value,
+    warnings: &mut Vec<String>,
+    stat: F,
+) -> PyResult<f64>
+where
+    F: Fn(&[u32], u64) -> Result<f64, GofError> + Sync + Send,
+{
+    if !model_null {
+        let method = null.bootstrap.name();
+        doc["bootstrap"] = json!({"method": method, "reps": reps});
+        return Ok(observed.p_value);
+    }
+    let target = model.target();
+    let space = target.space();
+    let mn = dlp_cli::ModelNull { reps, seed: null.seed, draws: ModelDraws::for_space(space, burnin) };
+    let pv = py.detach(|| mn.p_value(target, n, observed.statistic, doc, warnings, stat));
+    callback_error(model)?;
+    pv.map_err(gof_error)
+}
+
 /// KDSD test of `samples` (n × d values) against `model` (`dlp gof --test kdsd`).
 #[pyfunction]
 #[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, kernel, kernel_scale, burnin))]
@@ -150,23 +182,22 @@ pub fn kdsd(
         k["scale"] = json!(scale);
     }
     doc["kernel"] = k;
-    let p_value = if model_null {
-        let mn = dlp_cli::ModelNull { reps, seed, draws: ModelDraws::for_space(space, burnin) };
-        let n = xs.len() / space.d;
-        let pv = py.detach(|| {
-            mn.p_value(target, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
-                Ok(kdsd_test(target, ys, &KdsdOptions { kernel: base_kernel, null: NullTest { seed, ..null } })?
-                    .null
-                    .statistic)
-            })
-        });
-        callback_error(model)?;
-        pv.map_err(gof_error)?
-    } else {
-        let method = null.bootstrap.name();
-        doc["bootstrap"] = json!({"method": method, "reps": reps});
-        out.null.p_value
-    };
+    let n = xs.len() / space.d;
+    let p_value = null_p_value(
+        py,
+        model,
+        &null,
+        model_null,
+        (reps, burnin, n),
+        &out.null,
+        &mut doc,
+        &mut warnings,
+        |ys, seed| {
+            Ok(kdsd_test(target, ys, &KdsdOptions { kernel: base_kernel, null: NullTest { seed, ..null } })?
+                .null
+                .statistic)
+        },
+    )?;
     finish(doc, out.null.statistic, p_value, alpha, warnings)
 }
 
@@ -241,23 +272,22 @@ pub fn gfksd(
         "bandwidth_rule": if bandwidth == Bandwidth::Median { "median" } else { "fixed" }});
     doc["weights_ess"] = json!(out.ess);
     doc["jitter"] = json!(if from_file { "array" } else { "rng" });
-    let p_value = if model_null {
-        // Replicate data sets draw their own jitter from their own seed.
-        let fresh = GfksdOptions { jitter: None, ..opts.clone() };
-        let mn = dlp_cli::ModelNull { reps, seed, draws: ModelDraws::for_space(space, burnin) };
-        let pv = py.detach(|| {
-            mn.p_value(target, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
-                let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
-                Ok(gfksd_test(target, ys, &o)?.null.statistic)
-            })
-        });
-        callback_error(model)?;
-        pv.map_err(gof_error)?
-    } else {
-        let method = null.bootstrap.name();
-        doc["bootstrap"] = json!({"method": method, "reps": reps});
-        out.null.p_value
-    };
+    // Replicate data sets of the model null draw their own jitter from their own seed.
+    let fresh = GfksdOptions { jitter: None, ..opts.clone() };
+    let p_value = null_p_value(
+        py,
+        model,
+        &null,
+        model_null,
+        (reps, burnin, n),
+        &out.null,
+        &mut doc,
+        &mut warnings,
+        |ys, seed| {
+            let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
+            Ok(gfksd_test(target, ys, &o)?.null.statistic)
+        },
+    )?;
     finish(doc, out.null.statistic, p_value, alpha, warnings)
 }
 
