@@ -20,6 +20,9 @@ pub struct Run {
     pub common: CommonArgs,
     started: Instant,
     started_unix: u64,
+    /// The git revision at the start: a long run outlives commits made meanwhile, and the
+    /// code that ran is the start's (the binary was built then).
+    git: serde_json::Value,
 }
 
 impl Run {
@@ -38,7 +41,14 @@ impl Run {
         plot::register_fonts();
         let started_unix =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        Ok(Run { name: name.to_string(), dir, common: common.clone(), started: Instant::now(), started_unix })
+        Ok(Run {
+            name: name.to_string(),
+            dir,
+            common: common.clone(),
+            started: Instant::now(),
+            started_unix,
+            git: meta::git_info(),
+        })
     }
 
     /// The master seed (`--seed`).
@@ -101,7 +111,7 @@ impl Run {
         self.write_through(file, |tmp| plot::image_grid_png(tmp, states, d))
     }
 
-    /// Writes `meta.json`: seed, the full configuration, git revision, crate versions,
+    /// Writes `meta.json`: seed, the full configuration, git revision (at the start), crate versions,
     /// threads, machine and timing.
     pub fn write_meta(&self, config: &impl Serialize) -> Result<PathBuf> {
         let meta = json!({
@@ -114,7 +124,7 @@ impl Run {
                 "requested": self.common.threads,
                 "used": rayon::current_num_threads(),
             },
-            "git": meta::git_info(),
+            "git": self.git,
             "versions": meta::versions(),
             "machine": meta::machine(),
             "started_unix": self.started_unix,
@@ -184,6 +194,12 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("meta.json")).unwrap()).unwrap();
         assert_eq!(meta["config"]["k"], 1);
         assert_eq!(meta["versions"]["dlp"], env!("CARGO_PKG_VERSION"));
+        // The revision recorded is the one taken when the run started (a fresh clone has git;
+        // a source tarball has none and records null).
+        assert_eq!(meta["git"], run.git);
+        if let Some(rev) = meta["git"]["revision"].as_str() {
+            assert!(rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit()), "revision {rev}");
+        }
         let mut names: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
