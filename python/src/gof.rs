@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 const MIN_ROWS: usize = 10;
 
 /// The statistic and bootstrap named by the caller, checked as `dlp gof` checks them. For
-/// `"model"` (the model null, [`dlp_cli::ModelNull`]) the test itself runs one unused
+/// `"model"` (the model null, [`dlp_cli::GofNull`]) the test itself runs one unused
 /// replicate of the statistic's default bootstrap, and the second value is true.
 fn null_test(
     statistic: &str,
@@ -102,10 +102,10 @@ fn callback_error(model: &PyModel) -> PyResult<()> {
     }
 }
 
-/// The p-value of the observed statistic: with `model_null`, the model null's
-/// ([`dlp_cli::ModelNull`], `stat` computing the statistic of a replicate data set and seed;
-/// B, its Gibbs sweeps and the sample size n), else the bootstrap's in `observed`. Records the
-/// method in `doc["bootstrap"]`.
+/// The p-value of the observed statistic ([`dlp_cli::GofNull::p_value`], as `dlp gof`): the
+/// bootstrap's in `observed`, or with `model_null` against the model null (`stat` computes the
+/// statistic of a replicate data set and seed; B, its Gibbs sweeps and the sample size n).
+/// Records the method in `doc["bootstrap"]`.
 #[allow(clippy::too_many_arguments)]
 fn null_p_value<F>(
     py: Python<'_>,
@@ -121,15 +121,14 @@ fn null_p_value<F>(
 where
     F: Fn(&[u32], u64) -> Result<f64, GofError> + Sync + Send,
 {
-    if !model_null {
-        let method = null.bootstrap.name();
-        doc["bootstrap"] = json!({"method": method, "reps": reps});
-        return Ok(observed.p_value);
-    }
     let target = model.target();
-    let space = target.space();
-    let mn = dlp_cli::ModelNull { reps, seed: null.seed, draws: ModelDraws::for_space(space, burnin) };
-    let pv = py.detach(|| mn.p_value(target, n, observed.statistic, doc, warnings, stat));
+    let gof_null = dlp_cli::GofNull {
+        bootstrap: null.bootstrap,
+        reps,
+        seed: null.seed,
+        model: model_null.then(|| ModelDraws::for_space(target.space(), burnin)),
+    };
+    let pv = py.detach(|| gof_null.p_value(target, n, observed, doc, warnings, stat));
     callback_error(model)?;
     pv.map_err(gof_error)
 }

@@ -269,17 +269,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let xs = read_rows(&args.samples, &space, kind, p.delimiter)?;
     let n = xs.len() / space.d;
-    // With `--bootstrap model` the test itself runs one (unused) bootstrap replicate and the
-    // null comes from `model_null` below.
-    let null = NullTest {
-        statistic: p.statistic,
+    let gof_null = dlp_cli::GofNull {
         bootstrap: p.bootstrap,
-        reps: if p.model_null { 1 } else { p.reps },
+        reps: p.reps,
         seed: args.seed,
+        model: p.model_null.then(|| ModelDraws::for_space(&space, args.burnin)),
     };
+    let null = gof_null.test(p.statistic);
     let mut warnings: Vec<String> = Vec::new();
-    let model_null =
-        dlp_cli::ModelNull { reps: p.reps, seed: args.seed, draws: ModelDraws::for_space(&space, args.burnin) };
     let mut doc = json!({
         "schema": "dlp.gof.result.v1",
         "test": match args.test { TestKind::Kdsd => "kdsd", TestKind::Gfksd => "gfksd", TestKind::Mmd => "mmd" },
@@ -312,15 +309,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 k["scale"] = json!(scale);
             }
             doc["kernel"] = k;
-            if p.model_null {
-                let pv = model_null.p_value(t, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
-                    Ok(kdsd_test(t, ys, &KdsdOptions { kernel, null: NullTest { seed, ..null } })?.null.statistic)
-                });
-                (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
-            } else {
-                doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
-                (out.null.statistic, out.null.p_value)
-            }
+            let pv = gof_null.p_value(t, n, &out.null, &mut doc, &mut warnings, |ys, seed| {
+                Ok(kdsd_test(t, ys, &KdsdOptions { kernel, null: NullTest { seed, ..null } })?.null.statistic)
+            });
+            (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
         }
         TestKind::Gfksd => {
             let t = target.expect("checked in plan");
@@ -360,16 +352,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 "bandwidth_rule": if p.bandwidth == Bandwidth::Median { "median" } else { "fixed" }});
             doc["weights_ess"] = json!(out.ess);
             doc["jitter"] = json!(if from_file { "file" } else { "rng" });
-            if p.model_null {
-                let pv = model_null.p_value(t, n, out.null.statistic, &mut doc, &mut warnings, |ys, seed| {
-                    let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
-                    Ok(gfksd_test(t, ys, &o)?.null.statistic)
-                });
-                (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
-            } else {
-                doc["bootstrap"] = json!({"method": p.bootstrap.name(), "reps": p.reps});
-                (out.null.statistic, out.null.p_value)
-            }
+            let pv = gof_null.p_value(t, n, &out.null, &mut doc, &mut warnings, |ys, seed| {
+                let o = GfksdOptions { null: NullTest { seed, ..null }, ..fresh.clone() };
+                Ok(gfksd_test(t, ys, &o)?.null.statistic)
+            });
+            (out.null.statistic, pv.map_err(|e| gof_error(e, args.model.as_deref()))?)
         }
         TestKind::Mmd => {
             let (ys, reference) = match &args.reference {

@@ -224,25 +224,36 @@ pub fn relaxation_of(model: &dlp_models::Model) -> Option<dlp_gof::Relaxation> {
     None
 }
 
-/// `--bootstrap model` of `dlp gof` and `bootstrap="model"` of the Python package: the null
-/// from `reps` data sets of n draws from the model ([`dlp_gof::model_replicates`]).
-pub struct ModelNull {
-    /// Replicate data sets B.
+/// The null distribution of `dlp gof --test kdsd|gfksd` and of the Python package's
+/// `dlp.gof.kdsd`/`gfksd`: a bootstrap on the statistic's matrix, or with `model` the model null
+/// (`--bootstrap model`: `reps` data sets of n draws from the model,
+/// [`dlp_gof::model_replicates`]).
+pub struct GofNull {
+    /// The bootstrap; with `model`, the statistic's default one (its single replicate unused).
+    pub bootstrap: dlp_gof::Bootstrap,
+    /// Replicates B (bootstrap draws or model data sets).
     pub reps: usize,
-    /// Seed of their streams.
+    /// Seed of every stream.
     pub seed: u64,
-    /// Exact or Gibbs draws.
-    pub draws: dlp_gof::ModelDraws,
+    /// `Some` for the model null: exact or Gibbs draws.
+    pub model: Option<dlp_gof::ModelDraws>,
 }
 
-impl ModelNull {
-    /// The p-value of `statistic` against the replicates of `stat`; records the method in
-    /// `doc["bootstrap"]` and warns when the draws are not exact.
+impl GofNull {
+    /// The null the test itself runs: the bootstrap, or one replicate of it for the model null.
+    pub fn test(&self, statistic: dlp_gof::Statistic) -> dlp_gof::NullTest {
+        let reps = if self.model.is_some() { 1 } else { self.reps };
+        dlp_gof::NullTest { statistic, bootstrap: self.bootstrap, reps, seed: self.seed }
+    }
+
+    /// The p-value of the `observed` test: the bootstrap's, or against the model null's
+    /// replicates of `stat` (the statistic of a data set, given a seed for what it draws
+    /// itself). Records the method in `doc["bootstrap"]` and warns when the draws are not exact.
     pub fn p_value<F>(
         &self,
         target: &dyn dlp_core::Target,
         n: usize,
-        statistic: f64,
+        observed: &dlp_gof::bootstrap::NullOutcome,
         doc: &mut serde_json::Value,
         warnings: &mut Vec<String>,
         stat: F,
@@ -250,7 +261,11 @@ impl ModelNull {
     where
         F: Fn(&[u32], u64) -> Result<f64, dlp_gof::GofError> + Sync,
     {
-        let burnin = match self.draws {
+        let Some(draws) = self.model else {
+            doc["bootstrap"] = serde_json::json!({"method": self.bootstrap.name(), "reps": self.reps});
+            return Ok(observed.p_value);
+        };
+        let burnin = match draws {
             dlp_gof::ModelDraws::Exact => serde_json::Value::Null,
             dlp_gof::ModelDraws::Gibbs { burnin } => {
                 warnings.push(format!(
@@ -260,9 +275,9 @@ impl ModelNull {
             }
         };
         doc["bootstrap"] =
-            serde_json::json!({"method": "model", "reps": self.reps, "sampler": self.draws.name(), "burnin": burnin});
-        let replicates = dlp_gof::model_replicates(target, n, self.reps, self.seed, self.draws, stat)?;
-        Ok(dlp_gof::p_value(statistic, &replicates))
+            serde_json::json!({"method": "model", "reps": self.reps, "sampler": draws.name(), "burnin": burnin});
+        let replicates = dlp_gof::model_replicates(target, n, self.reps, self.seed, draws, stat)?;
+        Ok(dlp_gof::p_value(observed.statistic, &replicates))
     }
 }
 
