@@ -1,0 +1,241 @@
+//! Branch-free e^x and log1p for the fused (f, f′, f″/f′) of the sigmoid, softplus and exp
+//! transforms, written so that a loop over a slice vectorises, and that loop compiled three
+//! times (AVX-512, AVX2, baseline x86-64) with the widest chosen at run time.
+//!
+//! Why by hand: a CoRV step on the NMF model updates 2·10⁵ coordinates with one transform each,
+//! and libm's scalar `exp` made that update, not the gradient, the bulk of the step
+//! (`benches/bounded_nmf.rs` in dlp-samplers). `wide`'s vector `exp`/`ln_1p` (in the lock file)
+//! pick their width when compiled, so on the default x86-64 target they run on SSE2 pairs and
+//! measured slower than libm here; `pulp` dispatches at run time but would still need this
+//! polynomial written against its vector type. Plain arithmetic without fused multiply-adds
+//! rounds identically at every width, so the scalar `Transform::forward_jac` (which calls the
+//! same functions) and every dispatched slice kernel give bit-identical results: the CoRV
+//! chain does not depend on which CPU runs it (tested).
+
+// fdlibm's constants are kept as printed there (to 21 digits), so they can be checked against it.
+#![allow(clippy::excessive_precision)]
+
+/// log₂ e.
+const LOG2E: f64 = std::f64::consts::LOG2_E;
+/// ln 2 split so that n·LN2_HI is exact for |n| < 2¹¹ (fdlibm's constants).
+const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
+/// ln 2 − LN2_HI.
+const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+
+/// e^x to within 1 ulp of libm's (checked against it in the tests), NaN for NaN, 0 below
+/// −745.2, ∞ above ln(f64::MAX). Cody–Waite reduction x = n ln 2 + r, |r| ≤ ln 2 / 2; e^r by its
+/// Taylor polynomial of degree 13 (truncation < 4e−18) evaluated by Estrin's scheme (a Horner
+/// chain of 13 dependent multiply-adds left the vector units waiting on latency: 1.7× slower
+/// here); 2ⁿ as two normal powers of two so that subnormal results come out right.
+#[inline(always)]
+pub(super) fn exp(x: f64) -> f64 {
+    let xc = x.clamp(-746.0, 710.0);
+    // 1.5·2⁵²: adding it rounds to an integer, kept in the low mantissa bits.
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    let t = xc * LOG2E + SHIFT;
+    let n = t - SHIFT;
+    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r6 = r2 * r4;
+    let q1 = 1.0 / 2.0 + r * (1.0 / 6.0);
+    let q2 = 1.0 / 24.0 + r * (1.0 / 120.0);
+    let q3 = 1.0 / 720.0 + r * (1.0 / 5_040.0);
+    let q4 = 1.0 / 40_320.0 + r * (1.0 / 362_880.0);
+    let q5 = 1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0);
+    let q6 = 1.0 / 479_001_600.0 + r * (1.0 / 6_227_020_800.0);
+    let s1 = q2 + q3 * r2;
+    let t1 = (q4 + q5 * r2) + q6 * r4;
+    let er = 1.0 + (r + r2 * ((q1 + s1 * r2) + t1 * r6));
+    // n from the low 12 bits of t's mantissa (2⁵¹ + n there), sign-extended; |n| ≤ 1077. Split
+    // n = n1 + n2 so that both 2^n1 and 2^n2 are normal.
+    let ni = ((t.to_bits() << 52) as i64) >> 52;
+    let n1 = ni >> 1;
+    let n2 = ni - n1;
+    let y = er * f64::from_bits(((n1 + 1023) as u64) << 52) * f64::from_bits(((n2 + 1023) as u64) << 52);
+    if x > 709.782_712_893_384 {
+        f64::INFINITY
+    } else if x < -745.2 {
+        0.0
+    } else if x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// fdlibm's `__ieee754_log` polynomial: log(1 + f) − f + f²/2 − s(f²/2 + R) = 0 to 2⁻⁵⁸ for
+/// s = f/(2 + f), |s| ≤ 0.1716 (f ∈ [√½ − 1, √2 − 1]); returns R(s²).
+#[inline(always)]
+fn log_kernel(s: f64) -> f64 {
+    const LG1: f64 = 6.666_666_666_666_735_13e-1;
+    const LG2: f64 = 3.999_999_999_940_941_908e-1;
+    const LG3: f64 = 2.857_142_874_366_239_149e-1;
+    const LG4: f64 = 2.222_219_843_214_978_396e-1;
+    const LG5: f64 = 1.818_357_216_161_805_012e-1;
+    const LG6: f64 = 1.531_383_769_920_937_332e-1;
+    const LG7: f64 = 1.479_819_860_511_658_591e-1;
+    let z = s * s;
+    let w = z * z;
+    z * (LG1 + w * (LG3 + w * (LG5 + w * LG7))) + w * (LG2 + w * (LG4 + w * LG6))
+}
+
+/// u = 1 + x for x ∈ [0, 1] reduced for [`log_kernel`]: (k, f) with u = 2ᵏ(1 + f), k ∈ {0, 1},
+/// f exact (Sterbenz). k is arithmetic, not a select: with selects LLVM left the loop scalar.
+#[inline(always)]
+fn reduce(u: f64) -> (f64, f64) {
+    let k = f64::from(u8::from(u > std::f64::consts::SQRT_2));
+    (k, u * (1.0 - 0.5 * k) - 1.0)
+}
+
+/// log(1 + x) for x ∈ [0, 1] (what softplus needs: x = e^{−|φ|}), within 1 ulp of libm's
+/// (tested): log u of u = 1 + x by fdlibm's kernel, plus the rounding of 1 + x put back as
+/// (x − (u − 1))/u. The form [`softplus_jac`] uses shares its divisions with σ; this one is
+/// its reference.
+#[cfg(test)]
+pub(super) fn ln_1p_unit(x: f64) -> f64 {
+    let u = 1.0 + x;
+    let (k, f) = reduce(u);
+    let s = f / (2.0 + f);
+    let hfsq = 0.5 * f * f;
+    k * LN2_HI + ((f - (hfsq - s * (hfsq + log_kernel(s)))) + (k * LN2_LO + (x - (u - 1.0)) / u))
+}
+
+/// (σ(φ), σ(−φ), e^{−|φ|}): both logistic values without cancellation, from one exponential
+/// and one division (σ(−|φ|) = e^{−|φ|}·σ(|φ|)).
+#[inline(always)]
+fn logistic_pair(phi: f64) -> (f64, f64, f64) {
+    let e = exp(-phi.abs());
+    let big = 1.0 / (1.0 + e);
+    let small = e * big;
+    if phi >= 0.0 { (big, small, e) } else { (small, big, e) }
+}
+
+/// Sigmoid: (σ, σ(1 − σ), 1 − 2σ) with 1 − σ and σ taken from the pair (no cancellation).
+#[inline(always)]
+pub(super) fn sigmoid_jac(phi: f64) -> (f64, f64, f64) {
+    let (s, sm, _) = logistic_pair(phi);
+    (s, s * sm, sm - s)
+}
+
+/// Softplus: (max(φ, 0) + log1p(e^{−|φ|}), σ(φ), σ(−φ)) with one division for the four
+/// quotients 1/u (u = 1 + e^{−|φ|}: σ(|φ|) and log1p's correction) and f/(2 + f) (the log
+/// kernel's s): 1/(u(2 + f)) times the other factor. Divisions, not the exponential, bounded
+/// this loop (a vector divide retires no faster per lane than a scalar one); each quotient
+/// gains at most a rounding or two (within a few ulp of the separate functions, tested).
+#[inline(always)]
+pub(super) fn softplus_jac(phi: f64) -> (f64, f64, f64) {
+    let e = exp(-phi.abs());
+    let u = 1.0 + e;
+    let (k, f) = reduce(u);
+    let den = 2.0 + f;
+    let r = 1.0 / (u * den);
+    let big = den * r;
+    let small = e * big;
+    let s = f * (u * r);
+    let hfsq = 0.5 * f * f;
+    let log1p = k * LN2_HI + ((f - (hfsq - s * (hfsq + log_kernel(s)))) + (k * LN2_LO + (e - (u - 1.0)) * big));
+    let (sp, sm) = if phi >= 0.0 { (big, small) } else { (small, big) };
+    (phi.max(0.0) + log1p, sp, sm)
+}
+
+/// Exp: (e^φ, e^φ, 1).
+#[inline(always)]
+pub(super) fn exp_jac(phi: f64) -> (f64, f64, f64) {
+    let e = exp(phi);
+    (e, e, 1.0)
+}
+
+/// The maps with a vectorisable kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Map {
+    /// [`sigmoid_jac`].
+    Sigmoid,
+    /// [`softplus_jac`].
+    Softplus,
+    /// [`exp_jac`].
+    Exp,
+}
+
+/// `map(φ)` elementwise into (θ, dθ/dφ, f″/f′) = (lo + scale·f, scale·f′, f″/f′): the loop every
+/// width compiles. The kernel is called directly inside a match on `map` (hoisted out of the
+/// loop by the compiler): passed as a generic `Fn`, the softplus kernel was called through a
+/// shim LLVM would not inline, and that loop ran scalar at a quarter of the exp loop's speed.
+#[inline(always)]
+fn fill(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64], l: &mut [f64]) {
+    let n = phi.len();
+    let (f, d, l) = (&mut f[..n], &mut d[..n], &mut l[..n]);
+    macro_rules! run {
+        ($kernel:ident) => {
+            for i in 0..n {
+                let (a, b, c) = $kernel(phi[i]);
+                f[i] = lo + scale * a;
+                d[i] = scale * b;
+                l[i] = c;
+            }
+        };
+    }
+    match map {
+        Map::Sigmoid => run!(sigmoid_jac),
+        Map::Softplus => run!(softplus_jac),
+        Map::Exp => run!(exp_jac),
+    }
+}
+
+/// [`fill`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must support AVX-512F (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fill_avx512(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64], l: &mut [f64]) {
+    fill(map, lo, scale, phi, f, d, l)
+}
+
+/// [`fill`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fill_avx2(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64], l: &mut [f64]) {
+    fill(map, lo, scale, phi, f, d, l)
+}
+
+/// Which compiled width [`fill_slices`] runs: the widest the CPU has, or a forced one (tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Width {
+    /// The widest available.
+    Best,
+    /// The baseline build (SSE2 on x86-64): only the tests force it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Baseline,
+}
+
+/// [`fill`] at the widest width the CPU offers, or the baseline one.
+#[allow(clippy::too_many_arguments)] // one map, its width, its affine move, and four slices
+pub(super) fn fill_slices(
+    map: Map,
+    width: Width,
+    lo: f64,
+    scale: f64,
+    phi: &[f64],
+    f: &mut [f64],
+    d: &mut [f64],
+    l: &mut [f64],
+) {
+    assert!(f.len() >= phi.len() && d.len() >= phi.len() && l.len() >= phi.len(), "output slices shorter than φ");
+    #[cfg(target_arch = "x86_64")]
+    if width == Width::Best {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature was just detected.
+            return unsafe { fill_avx512(map, lo, scale, phi, f, d, l) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the feature was just detected.
+            return unsafe { fill_avx2(map, lo, scale, phi, f, d, l) };
+        }
+    }
+    let _ = width;
+    fill(map, lo, scale, phi, f, d, l)
+}
