@@ -257,17 +257,9 @@ impl Transform {
             Transform::Sigmoid => lanes::sigmoid_jac(phi),
             Transform::Softplus => lanes::softplus_jac(phi),
             Transform::Exp => lanes::exp_jac(phi),
-            // One e^φ and one expm1(−u) for f′ = −expm1(−u) and, while u < ln 2, f″/f′ =
-            // u e^{−u}/f′ with e^{−u} = 1 + expm1(−u) ∈ (½, 1] (no cancellation). Above ln 2
-            // that sum cancels (at u = 33 it keeps two digits of e^{−u} ≈ 5e−15), so f″/f′ takes
-            // `dlog_jac`'s u/expm1(u) there. Outside this φ range the separate methods' forms
-            // apply (u < 1e−8, u > 745).
-            Transform::Icll if (-18.0..6.6).contains(&phi) => {
-                let u = phi.exp();
-                let em = (-u).exp_m1();
-                let l = if u < std::f64::consts::LN_2 { u * (1.0 + em) / -em } else { u / u.exp_m1() };
-                (icll(phi), -em, l)
-            }
+            // The fused form of `lanes::icll_jac` on [−18, 6.6); outside, the separate
+            // methods' forms apply (u < 1e−8, u > 745).
+            Transform::Icll if (-18.0..6.6).contains(&phi) => lanes::icll_jac(phi, icll_table()),
             t => (t.forward(phi), t.dforward(phi), t.dlog_jac(phi)),
         }
     }
@@ -300,6 +292,14 @@ impl Transform {
             Transform::Sigmoid => lanes::fill_slices(lanes::Map::Sigmoid, width, lo, scale, phi, f, d, l),
             Transform::Softplus => lanes::fill_slices(lanes::Map::Softplus, width, lo, scale, phi, f, d, l),
             Transform::Exp => lanes::fill_slices(lanes::Map::Exp, width, lo, scale, phi, f, d, l),
+            Transform::Icll => {
+                lanes::fill_slices(lanes::Map::Icll, width, lo, scale, phi, f, d, l);
+                // The lanes outside the fused range take the scalar forms, as `forward_jac` does.
+                for (i, &p) in phi.iter().enumerate().filter(|(_, p)| !(-18.0..6.6).contains(*p)) {
+                    let (a, b, c) = self.forward_jac(p);
+                    (f[i], d[i], l[i]) = (lo + scale * a, scale * b, c);
+                }
+            }
             t => {
                 let n = phi.len();
                 for (i, &p) in phi.iter().enumerate() {
@@ -311,56 +311,27 @@ impl Transform {
     }
 }
 
-/// Below this φ, ICLL is u − u²/4 to double precision (u = e^φ < 2.1e−9: the next term,
-/// u³/18, is < 1e−18 of f).
-const ICLL_LO: f64 = -20.0;
-/// From this φ on, ICLL is φ + γ to double precision (E₁(e⁴) ≈ 3e−26 beside f ≥ 4.5).
-const ICLL_HI: f64 = 4.0;
-/// Width of one interpolation piece on [ICLL_LO, ICLL_HI).
-const ICLL_WIDTH: f64 = 0.125;
-/// Chebyshev coefficients per piece (degree 16).
-const ICLL_COEFS: usize = 17;
+use lanes::{ICLL_COEFS, ICLL_LO, ICLL_PIECES, ICLL_WIDTH, IcllTable};
 
 /// ICLL f(φ) by piecewise Chebyshev interpolation of [`icll_exact`] on [−20, 4) (192 pieces of
-/// width 1/8, degree 16; f is entire in φ, so the interpolant matches it to a few ulp, checked
+/// width 1/8, degree 8; f is entire in φ, so the interpolant matches it to a few ulp, checked
 /// against `icll_exact` on a dense grid in the tests) and the closed tails outside. The series
 /// and continued fraction of `icll_exact` cost 20–100 iterations per call, which made CoRV with
 /// ICLL ~10× slower per NMF iteration than with exp; the table costs one Clenshaw sum.
 fn icll(phi: f64) -> f64 {
-    if phi.is_nan() {
-        return f64::NAN;
-    }
-    if phi < ICLL_LO {
-        let u = phi.exp();
-        return u - 0.25 * u * u;
-    }
-    if phi >= ICLL_HI {
-        return phi + EULER_GAMMA;
-    }
-    let table = icll_table();
-    let k = (((phi - ICLL_LO) / ICLL_WIDTH) as usize).min(table.len() - 1);
-    let a = ICLL_LO + k as f64 * ICLL_WIDTH;
-    // t ∈ [−1, 1] on the piece [a, a + width].
-    let t = 2.0 * (phi - a) / ICLL_WIDTH - 1.0;
-    let c = &table[k];
-    let (mut b1, mut b2) = (0.0, 0.0);
-    for &cj in c[1..].iter().rev() {
-        let b0 = cj + 2.0 * t * b1 - b2;
-        b2 = b1;
-        b1 = b0;
-    }
-    0.5 * c[0] + t * b1 - b2
+    // Only the φ < ICLL_LO tail uses u = e^φ.
+    lanes::icll(phi, phi.exp(), icll_table())
 }
 
 /// The Chebyshev coefficients of every piece, computed once from [`icll_exact`] at the
 /// Chebyshev nodes (≈ 3,300 exact evaluations, about a millisecond).
-fn icll_table() -> &'static [[f64; ICLL_COEFS]] {
-    static TABLE: std::sync::OnceLock<Vec<[f64; ICLL_COEFS]>> = std::sync::OnceLock::new();
+fn icll_table() -> &'static IcllTable {
+    static TABLE: std::sync::OnceLock<Box<IcllTable>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        let pieces = ((ICLL_HI - ICLL_LO) / ICLL_WIDTH).round() as usize;
         let n = ICLL_COEFS;
-        (0..pieces)
-            .map(|k| {
+        let mut table = Box::new([[0.0; ICLL_COEFS]; ICLL_PIECES]);
+        for (k, piece) in table.iter_mut().enumerate() {
+            *piece = {
                 let a = ICLL_LO + k as f64 * ICLL_WIDTH;
                 let nodes: Vec<f64> = (0..n)
                     .map(|i| {
@@ -378,8 +349,9 @@ fn icll_table() -> &'static [[f64; ICLL_COEFS]] {
                     *cj = 2.0 * sum / n as f64;
                 }
                 c
-            })
-            .collect()
+            };
+        }
+        table
     })
 }
 

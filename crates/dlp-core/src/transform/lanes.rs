@@ -22,13 +22,13 @@ const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
 /// ln 2 − LN2_HI.
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
 
-/// e^x to within 1 ulp of libm's (checked against it in the tests), NaN for NaN, 0 below
-/// −745.2, ∞ above ln(f64::MAX). Cody–Waite reduction x = n ln 2 + r, |r| ≤ ln 2 / 2; e^r by its
-/// Taylor polynomial of degree 13 (truncation < 4e−18) evaluated by Estrin's scheme (a Horner
-/// chain of 13 dependent multiply-adds left the vector units waiting on latency: 1.7× slower
-/// here); 2ⁿ as two normal powers of two so that subnormal results come out right.
+/// (e^x, e^r − 1, 2ⁿ) for x = n ln 2 + r, |r| ≤ ln 2 / 2, x clamped to [−746, 710]:
+/// Cody–Waite reduction; e^r − 1 by its Taylor polynomial of degree 13 (truncation < 4e−18)
+/// evaluated by Estrin's scheme (a Horner chain of 13 dependent multiply-adds left the vector
+/// units waiting on latency: 1.7× slower here); 2ⁿ as two normal powers of two so that
+/// subnormal results come out right.
 #[inline(always)]
-pub(super) fn exp(x: f64) -> f64 {
+fn exp_parts(x: f64) -> (f64, f64, f64) {
     let xc = x.clamp(-746.0, 710.0);
     // 1.5·2⁵²: adding it rounds to an integer, kept in the low mantissa bits.
     const SHIFT: f64 = 6_755_399_441_055_744.0;
@@ -46,13 +46,21 @@ pub(super) fn exp(x: f64) -> f64 {
     let q6 = 1.0 / 479_001_600.0 + r * (1.0 / 6_227_020_800.0);
     let s1 = q2 + q3 * r2;
     let t1 = (q4 + q5 * r2) + q6 * r4;
-    let er = 1.0 + (r + r2 * ((q1 + s1 * r2) + t1 * r6));
+    let pm1 = r + r2 * ((q1 + s1 * r2) + t1 * r6);
     // n from the low 12 bits of t's mantissa (2⁵¹ + n there), sign-extended; |n| ≤ 1077. Split
     // n = n1 + n2 so that both 2^n1 and 2^n2 are normal.
     let ni = ((t.to_bits() << 52) as i64) >> 52;
     let n1 = ni >> 1;
     let n2 = ni - n1;
-    let y = er * f64::from_bits(((n1 + 1023) as u64) << 52) * f64::from_bits(((n2 + 1023) as u64) << 52);
+    let (s1, s2) = (f64::from_bits(((n1 + 1023) as u64) << 52), f64::from_bits(((n2 + 1023) as u64) << 52));
+    ((1.0 + pm1) * s1 * s2, pm1, s1 * s2)
+}
+
+/// e^x to within 1 ulp of libm's (checked against it in the tests), NaN for NaN, 0 below
+/// −745.2, ∞ above ln(f64::MAX).
+#[inline(always)]
+pub(super) fn exp(x: f64) -> f64 {
+    let (y, ..) = exp_parts(x);
     if x > 709.782_712_893_384 {
         f64::INFINITY
     } else if x < -745.2 {
@@ -62,6 +70,90 @@ pub(super) fn exp(x: f64) -> f64 {
     } else {
         y
     }
+}
+
+/// e^x − 1 within 2 ulp of libm's `exp_m1` (tested): 2ⁿ(e^r − 1) + (2ⁿ − 1), both terms exact
+/// but for e^r − 1's own error and one rounding of the sum (2ⁿ − 1 is exact for the n ≥ −58 that
+/// reach it), so no cancellation for small x (n = 0: the polynomial itself) nor for moderate x
+/// (where e^x − 1 would lose the bits of e^x below 1).
+#[inline(always)]
+pub(super) fn exp_m1(x: f64) -> f64 {
+    let (y, pm1, s) = exp_parts(x);
+    if x > 709.782_712_893_384 {
+        f64::INFINITY
+    } else if x < -40.0 {
+        -1.0
+    } else if x.is_nan() {
+        x
+    } else if s < 1e18 {
+        s * pm1 + (s - 1.0)
+    } else {
+        // 2ⁿ may overflow (n = 1024) where e^x itself does not; the −1 is below e^x's ulp.
+        y - 1.0
+    }
+}
+
+/// Below this φ, ICLL is u − u²/4 to double precision (u = e^φ < 2.1e−9: the next term,
+/// u³/18, is < 1e−18 of f).
+pub(super) const ICLL_LO: f64 = -20.0;
+/// From this φ on, ICLL is φ + γ to double precision (E₁(e⁴) ≈ 3e−26 beside f ≥ 4.5).
+pub(super) const ICLL_HI: f64 = 4.0;
+/// Width of one interpolation piece on [ICLL_LO, ICLL_HI).
+pub(super) const ICLL_WIDTH: f64 = 0.125;
+/// Chebyshev coefficients per piece (degree 8). Each coefficient gains ≈ 30× on a piece of
+/// width 1/8; against the direct sum on the test's grid the worst relative error was 7e−14 at
+/// degree 6, and 4.3–4.7e−15 (the direct sum's own rounding) at degrees 7 and 8 as at 16, so
+/// degree 8 keeps one degree of margin. Degree 16 cost twice the table reads per value.
+pub(super) const ICLL_COEFS: usize = 9;
+/// Pieces on [ICLL_LO, ICLL_HI).
+pub(super) const ICLL_PIECES: usize = 192;
+/// The Chebyshev coefficients of every ICLL piece.
+pub(super) type IcllTable = [[f64; ICLL_COEFS]; ICLL_PIECES];
+
+/// ICLL f(φ) from the piecewise Chebyshev table (`super::icll`'s method) with u = e^φ given,
+/// branch-free: the piece index is clamped so that every lane reads inside the table, and the
+/// closed tails are selected afterwards.
+#[inline(always)]
+pub(super) fn icll(phi: f64, u: f64, table: &IcllTable) -> f64 {
+    let pc = phi.clamp(ICLL_LO, ICLL_HI);
+    // Through i32: f64 → i64 has no AVX2/AVX-512F instruction and would leave the loop scalar.
+    let k = ((((pc - ICLL_LO) / ICLL_WIDTH) as i32) as usize).min(ICLL_PIECES - 1);
+    let a = ICLL_LO + k as f64 * ICLL_WIDTH;
+    // t ∈ [−1, 1] on the piece [a, a + width].
+    let t = 2.0 * (pc - a) / ICLL_WIDTH - 1.0;
+    let c = &table[k];
+    let (mut b1, mut b2) = (0.0, 0.0);
+    for j in (1..ICLL_COEFS).rev() {
+        let b0 = c[j] + 2.0 * t * b1 - b2;
+        b2 = b1;
+        b1 = b0;
+    }
+    let mid = 0.5 * c[0] + t * b1 - b2;
+    if phi < ICLL_LO {
+        u - 0.25 * u * u
+    } else if phi >= ICLL_HI {
+        phi + super::EULER_GAMMA
+    } else if phi.is_nan() {
+        phi
+    } else {
+        mid
+    }
+}
+
+/// ICLL on φ ∈ [−18, 6.6) (`Transform::forward_jac` uses other forms outside): one e^φ and
+/// one expm1(−u) for f′ = −expm1(−u) and, while u < ln 2, f″/f′ = u e^{−u}/f′ with
+/// e^{−u} = 1 + expm1(−u) ∈ (½, 1] (no cancellation). Above ln 2 that sum cancels (at u = 33
+/// it keeps two digits of e^{−u} ≈ 5e−15), so f″/f′ is u/expm1(u) there.
+#[inline(always)]
+pub(super) fn icll_jac(phi: f64, table: &IcllTable) -> (f64, f64, f64) {
+    let u = exp(phi);
+    let em = exp_m1(-u);
+    // One division for both forms (numerator and denominator selected first).
+    let small = u < std::f64::consts::LN_2;
+    let num = if small { u * (1.0 + em) } else { u };
+    let den = if small { -em } else { exp_m1(u) };
+    let l = num / den;
+    (icll(phi, u, table), -em, l)
 }
 
 /// fdlibm's `__ieee754_log` polynomial: log(1 + f) − f + f²/2 − s(f²/2 + R) = 0 to 2⁻⁵⁸ for
@@ -155,6 +247,8 @@ pub(super) enum Map {
     Softplus,
     /// [`exp_jac`].
     Exp,
+    /// [`icll_jac`] (on [−18, 6.6); the caller redoes other φ with the scalar forms).
+    Icll,
 }
 
 /// `map(φ)` elementwise into (θ, dθ/dφ, f″/f′) = (lo + scale·f, scale·f′, f″/f′): the loop every
@@ -166,9 +260,10 @@ fn fill(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64]
     let n = phi.len();
     let (f, d, l) = (&mut f[..n], &mut d[..n], &mut l[..n]);
     macro_rules! run {
-        ($kernel:ident) => {
+        ($x:ident => $kernel:expr) => {
             for i in 0..n {
-                let (a, b, c) = $kernel(phi[i]);
+                let $x = phi[i];
+                let (a, b, c) = $kernel;
                 f[i] = lo + scale * a;
                 d[i] = scale * b;
                 l[i] = c;
@@ -176,9 +271,13 @@ fn fill(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64]
         };
     }
     match map {
-        Map::Sigmoid => run!(sigmoid_jac),
-        Map::Softplus => run!(softplus_jac),
-        Map::Exp => run!(exp_jac),
+        Map::Sigmoid => run!(x => sigmoid_jac(x)),
+        Map::Softplus => run!(x => softplus_jac(x)),
+        Map::Exp => run!(x => exp_jac(x)),
+        Map::Icll => {
+            let table = super::icll_table();
+            run!(x => icll_jac(x, table))
+        }
     }
 }
 
