@@ -257,9 +257,7 @@ impl Transform {
             Transform::Sigmoid => lanes::sigmoid_jac(phi),
             Transform::Softplus => lanes::softplus_jac(phi),
             Transform::Exp => lanes::exp_jac(phi),
-            // The fused form of `lanes::icll_jac` on [−18, 6.6); outside, the separate
-            // methods' forms apply (u < 1e−8, u > 745).
-            Transform::Icll if (-18.0..6.6).contains(&phi) => lanes::icll_jac(phi, icll_table()),
+            Transform::Icll if ICLL_FUSED.contains(&phi) => lanes::icll_jac(phi, icll_table()),
             t => (t.forward(phi), t.dforward(phi), t.dlog_jac(phi)),
         }
     }
@@ -270,8 +268,9 @@ impl Transform {
     /// long), moved onto (lo, lo + scale) as [`Affine::forward_jac`] does: the CoRV update of
     /// many coordinates sharing one transform. Sigmoid, softplus and exp run one branch-free
     /// loop compiled for AVX-512, AVX2 and baseline x86-64, the widest the CPU has chosen at
-    /// run time; every width gives the scalar function's bits exactly (tested). Other
-    /// transforms loop over the scalar function.
+    /// run time, as does ICLL on [−18, 6.6) (its table read by vector gathers); every width gives
+    /// the scalar function's bits exactly (tested). Other transforms, and ICLL outside that
+    /// range, take the scalar function.
     pub fn forward_jac_slice(self, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64], l: &mut [f64]) {
         self.forward_jac_slice_at(lanes::Width::Best, lo, scale, phi, f, d, l)
     }
@@ -288,28 +287,34 @@ impl Transform {
         d: &mut [f64],
         l: &mut [f64],
     ) {
-        match self {
-            Transform::Sigmoid => lanes::fill_slices(lanes::Map::Sigmoid, width, lo, scale, phi, f, d, l),
-            Transform::Softplus => lanes::fill_slices(lanes::Map::Softplus, width, lo, scale, phi, f, d, l),
-            Transform::Exp => lanes::fill_slices(lanes::Map::Exp, width, lo, scale, phi, f, d, l),
-            Transform::Icll => {
-                lanes::fill_slices(lanes::Map::Icll, width, lo, scale, phi, f, d, l);
-                // The lanes outside the fused range take the scalar forms, as `forward_jac` does.
-                for (i, &p) in phi.iter().enumerate().filter(|(_, p)| !(-18.0..6.6).contains(*p)) {
+        let n = phi.len();
+        assert!(f.len() >= n && d.len() >= n && l.len() >= n, "output slices shorter than φ");
+        let kernel = match self {
+            Transform::Sigmoid => Some(lanes::Map::Sigmoid),
+            Transform::Softplus => Some(lanes::Map::Softplus),
+            Transform::Exp => Some(lanes::Map::Exp),
+            Transform::Icll => Some(lanes::Map::Icll),
+            _ => None,
+        };
+        if let Some(map) = kernel {
+            lanes::fill_slices(map, width, lo, scale, phi, f, d, l);
+        }
+        // The scalar form where no kernel applies: every φ of a transform without one, and the
+        // ICLL φ outside the fused range (as `forward_jac` does).
+        if kernel.is_none() || self == Transform::Icll {
+            for (i, &p) in phi.iter().enumerate() {
+                if kernel.is_none() || !ICLL_FUSED.contains(&p) {
                     let (a, b, c) = self.forward_jac(p);
                     (f[i], d[i], l[i]) = (lo + scale * a, scale * b, c);
-                }
-            }
-            t => {
-                let n = phi.len();
-                for (i, &p) in phi.iter().enumerate() {
-                    let (a, b, c) = t.forward_jac(p);
-                    (f[..n][i], d[..n][i], l[..n][i]) = (lo + scale * a, scale * b, c);
                 }
             }
         }
     }
 }
+
+/// The φ on which ICLL's (f, f′, f″/f′) take the fused form of `lanes::icll_jac`; outside,
+/// the separate methods' forms apply (u = e^φ < 1e−8, u > 745).
+const ICLL_FUSED: std::ops::Range<f64> = -18.0..6.6;
 
 use lanes::{ICLL_COEFS, ICLL_LO, ICLL_PIECES, ICLL_WIDTH, IcllTable};
 
@@ -319,8 +324,10 @@ use lanes::{ICLL_COEFS, ICLL_LO, ICLL_PIECES, ICLL_WIDTH, IcllTable};
 /// and continued fraction of `icll_exact` cost 20–100 iterations per call, which made CoRV with
 /// ICLL ~10× slower per NMF iteration than with exp; the table costs one Clenshaw sum.
 fn icll(phi: f64) -> f64 {
-    // Only the φ < ICLL_LO tail uses u = e^φ.
-    lanes::icll(phi, phi.exp(), icll_table())
+    // Only the φ < ICLL_LO tail uses u = e^φ: no exponential elsewhere (Itô calls this per
+    // coordinate and step).
+    let u = if phi < ICLL_LO { phi.exp() } else { 0.0 };
+    lanes::icll(phi, u, icll_table())
 }
 
 /// The Chebyshev coefficients of every piece, computed once from [`icll_exact`] at the

@@ -312,7 +312,8 @@ pub(super) enum Width {
     Baseline,
 }
 
-/// [`fill`] at the widest width the CPU offers, or the baseline one.
+/// [`fill`] at the widest width the CPU offers, or the baseline one (`f`, `d`, `l` at least as
+/// long as `phi`: `fill` slices them to its length).
 #[allow(clippy::too_many_arguments)] // one map, its width, its affine move, and four slices
 pub(super) fn fill_slices(
     map: Map,
@@ -324,7 +325,6 @@ pub(super) fn fill_slices(
     d: &mut [f64],
     l: &mut [f64],
 ) {
-    assert!(f.len() >= phi.len() && d.len() >= phi.len() && l.len() >= phi.len(), "output slices shorter than φ");
     #[cfg(target_arch = "x86_64")]
     if width == Width::Best {
         if std::arch::is_x86_feature_detected!("avx512f") {
