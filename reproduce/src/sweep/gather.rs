@@ -7,7 +7,8 @@
 //! unless the sweep file names the keys (`[gather] keys`). Rule: text columns are keys; a
 //! column of integers is a key when every run of a configuration has the same values row by
 //! row (a step counter), otherwise a value (a count that varies with the seed); any other
-//! numeric column is a value.
+//! numeric column is a value, except a column named `seed` (a binary that runs several seeds
+//! itself writes one), which names rows and is never summarised.
 
 use super::Sweep;
 use crate::args::CommonArgs;
@@ -141,15 +142,22 @@ pub fn gather(sweep: &Sweep) -> Result<Gathered> {
         let is_key = key_columns(&stack, &header, &sweep.description.keys);
         let stem = name.trim_end_matches(".csv");
 
-        // The tidy table: run_id, seed, axes, then the file's own columns.
-        let mut tidy_header: Vec<&str> = vec!["run_id", "seed"];
-        tidy_header.extend(axes.iter().map(String::as_str));
-        tidy_header.extend(header.iter().map(String::as_str));
+        // The tidy table: run_id, seed, axes, then the file's own columns. A name the file
+        // has too (table2's curves carry the binary's own `seed`) becomes `sweep_<name>`, so
+        // that every column name is unique.
+        let mut tidy_header: Vec<String> = ["run_id", "seed"]
+            .into_iter()
+            .map(String::from)
+            .chain(axes.iter().cloned())
+            .map(|n| if header.contains(&n) { format!("sweep_{n}") } else { n })
+            .collect();
+        tidy_header.extend(header.iter().cloned());
         let mut tidy = Vec::new();
         // Groups: (axis values, key values) → values of each value column, in first-seen order.
         let mut order: Vec<Vec<String>> = Vec::new();
         let mut groups: HashMap<Vec<String>, Vec<Vec<f64>>> = HashMap::new();
-        let values: Vec<usize> = (0..header.len()).filter(|&c| !is_key[c]).collect();
+        // A file's own `seed` column names a run, it measures nothing: never summarised.
+        let values: Vec<usize> = (0..header.len()).filter(|&c| !is_key[c] && header[c] != "seed").collect();
         for (i, config, table) in &stack.runs {
             for row in &table.rows {
                 let mut line = vec![sweep.tasks[*i].run_id.clone(), sweep.tasks[*i].seed.to_string()];
@@ -437,6 +445,30 @@ mod tests {
         std::fs::write(sweep.run_dir(1).join("out.csv"), "step,other\n0,1.5\n").unwrap();
         let e = gather(&sweep).unwrap_err().to_string();
         assert!(e.contains("columns step,other differ from the other runs' step,value"), "{e}");
+    }
+
+    #[test]
+    fn a_files_own_seed_column_keeps_its_name_and_is_not_summarised() {
+        // table2/table4 write curves with the binary's own `seed` column (seed, seed + 1, …
+        // of its --seeds): the gathered table must not have two columns named `seed`, and
+        // the values of the runs' seeds pool into one statistic per step.
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = fake_sweep(dir.path());
+        for (i, t) in sweep.tasks.iter().enumerate().take(3) {
+            std::fs::create_dir_all(sweep.run_dir(i)).unwrap();
+            let (s0, s1) = (t.seed, t.seed + 1);
+            let csv = format!("seed,step,value\n{s0},0,{}\n{s1},0,{}\n", s0 as f64, s1 as f64);
+            std::fs::write(sweep.run_dir(i).join("out.csv"), csv).unwrap();
+        }
+        let g = gather(&sweep).unwrap();
+        let tidy = std::fs::read_to_string(g.dir.join("out.csv")).unwrap();
+        assert!(tidy.starts_with("run_id,sweep_seed,k,seed,step,value\n"), "{tidy}");
+        let summary = std::fs::read_to_string(g.dir.join("out_summary.csv")).unwrap();
+        // k = a: tasks 0, 1, 2 (seeds 0, 1, 2) wrote values 0, 1 | 1, 2 | 2, 3: n 6, mean 1.5.
+        assert_eq!(summary.lines().collect::<Vec<_>>(), [
+            "k,step,measure,n,mean,std,min,median,max",
+            &format!("a,0,value,6,1.5,{},0,1.5,3", (5.5f64 / 5.0).sqrt()),
+        ]);
     }
 
     #[test]
