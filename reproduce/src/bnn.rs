@@ -183,7 +183,7 @@ pub fn load(name: &str) -> Result<BnnData> {
 }
 
 /// One checkpoint of a run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     /// Sampler steps done.
     pub step: usize,
@@ -355,6 +355,7 @@ pub fn table(
     use crate::plot::{Figure, Panel, Series};
     use serde_json::json;
     let chain_steps = (datasets.len() * columns.len() * seeds * c.chains * c.steps) as u64;
+    let backend = device.map_or("native".to_string(), |d| format!("candle {}", dlp_candle::device_name(d)));
     let bar = out_run.progress(chain_steps, title);
     let (mut rows, mut summary, mut panels) = (Vec::new(), Vec::new(), Vec::new());
     let mut md = format!(
@@ -378,7 +379,22 @@ pub fn table(
             for i in 0..seeds {
                 let cfg = RunConfig { seed: out_run.seed() + i as u64, ..*c };
                 bar.set_message(format!("{title}: {} {} seed {}", data.name, col.label, cfg.seed));
-                let curve = run_on(data, &m, target, &col.sampler, col.batch, &cfg, &bar)?;
+                // One cell per (data set, column, seed): `--resume` continues an interrupted
+                // table from the cells it finished (an Adult seed is ~30 min of 4 cells).
+                let batch = col.batch.map_or("full".into(), |b| format!("b{b}"));
+                let key = format!("{}_{}_{batch}_s{}", data.name, col.sampler.label(), cfg.seed);
+                let identity = json!({"dataset": data.name, "rows": data.y_train.len(), "p": data.p,
+                    "sampler": col.sampler.name, "step_size": col.sampler.step_size, "batch": col.batch,
+                    "seed": cfg.seed, "hidden": cfg.hidden, "chains": cfg.chains, "steps": cfg.steps,
+                    "every": cfg.every, "precision": format!("{:?}", cfg.precision), "backend": backend});
+                let mut ran = false;
+                let curve = out_run.cell(&key, &identity, || {
+                    ran = true;
+                    run_on(data, &m, target, &col.sampler, col.batch, &cfg, &bar)
+                })?;
+                if !ran {
+                    bar.inc((cfg.chains * cfg.steps) as u64);
+                }
                 for p in &curve {
                     rows.push(vec![
                         data.name.clone(),
@@ -431,7 +447,6 @@ pub fn table(
         format!("{title}: H = {}, {} chains, {} steps, {seeds} seeds (mean over seeds)", c.hidden, c.chains, c.steps);
     out_run.write_figure(&out_run.name.clone(), &Figure { caption, labels, panels })?;
     print!("{md}");
-    let backend = device.map_or("native".to_string(), |d| format!("candle {}", dlp_candle::device_name(d)));
     let out = json!({"hidden": c.hidden, "chains": c.chains, "steps": c.steps, "every": c.every, "seeds": seeds, "tau": TAU,
         "precision": format!("{:?}", c.precision).to_lowercase(), "backend": backend, "rows": summary});
     out_run.write_json("summary.json", &out)?;

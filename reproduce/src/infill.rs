@@ -8,6 +8,7 @@
 //! untrained tiny random BERT (a plumbing check, not a result). The sampling itself is
 //! [`dlp_candle::bert::infill::sample_infill`], the one `dlp infill` runs.
 
+use crate::Run;
 use anyhow::{Context, Result, bail};
 use dlp_candle::bert::infill::sample_infill;
 use dlp_candle::bert::{BertMlm, InfillTarget, Piece, Vocab};
@@ -17,7 +18,8 @@ use dlp_text::metrics::{
     corpus_bleu_against, corpus_unique_ngrams, ngram_set, recovery, self_bleu, self_unique_ngrams,
 };
 use rand::seq::SliceRandom;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::sync::Arc;
 
 /// Table 3 of the paper (BERT-base and BERT-large on TBC/WikiText-103 sentences), columns as
@@ -142,13 +144,33 @@ pub struct Cell {
     pub changed_curve: Vec<f64>,
     /// Fraction of kept generations' masked tokens equal to the truth.
     pub recovery: f64,
-    /// Wall-clock seconds.
+    /// Wall-clock seconds (summed over sequences, read-back ones included).
     pub seconds: f64,
+}
+
+/// What one sampler did on one sequence: the resumable unit of [`run_cell`] (a cell of
+/// [`Run::cell`]).
+#[derive(Serialize, Deserialize)]
+struct SequenceRun {
+    /// The kept fills (whole id sequences), best first by f.
+    kept: Vec<Vec<u32>>,
+    /// Their energies f.
+    energies: Vec<f64>,
+    /// Mean acceptance probability of the sequence's chains.
+    acceptance: f64,
+    /// Masked tokens changed per chain at each step.
+    changed_per_step: Vec<f64>,
+    /// Wall-clock seconds.
+    seconds: f64,
 }
 
 /// Runs `sampler` (Wang & Cho's scan when `None`) on every example: `chains` chains, the best
 /// `top` final states by f kept (duplicates included: a sampler whose chains agree shows it).
+/// Each (sampler, sequence) is a cell of `run` ([`Run::cell`], keyed by `label`), so that
+/// `table3 --resume` continues a long run from the sequences it finished.
+#[allow(clippy::too_many_arguments)] // the protocol's pieces; one call site per use
 pub fn run_cell(
+    run: &Run,
     model: &Model,
     examples: &[Example],
     label: &str,
@@ -157,31 +179,48 @@ pub fn run_cell(
     seed: u64,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<Cell> {
-    let start = std::time::Instant::now();
     let allowed = model.vocab.allowed();
     let (mut gens, mut energies) = (Vec::new(), Vec::new());
-    let (mut acc, mut changed) = (0.0, 0.0);
+    let (mut acc, mut changed, mut seconds) = (0.0, 0.0, 0.0);
     // Kept fills and true tokens at the masked positions, pooled for one recovery value.
     let (mut got, mut want) = (Vec::new(), Vec::new());
     let mut curve = vec![0.0; proto.steps];
     for (i, ex) in examples.iter().enumerate() {
-        let target = InfillTarget::new(model.bert.clone(), ex.ids.clone(), ex.masked.clone(), allowed.clone())?;
         let chain_seed = derive_seed(seed, &[i as u64]);
-        let run = sample_infill(&target, &model.vocab, sampler, proto.chains, proto.steps, chain_seed, progress)?;
-        let fills: Vec<Vec<u32>> = run.states.chunks_exact(ex.masked.len()).map(|x| target.fill_ids(x)).collect();
-        let f = target.energies(&fills)?;
-        let mut order: Vec<usize> = (0..fills.len()).collect();
-        order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(a.cmp(&b)));
-        order.truncate(proto.top);
-        for &j in &order {
-            got.extend(ex.masked.iter().map(|&p| fills[j][p]));
+        let identity = json!({"model": model.name, "description": model.description, "ids": ex.ids,
+            "sampler": label, "chains": proto.chains, "steps": proto.steps, "top": proto.top, "seed": chain_seed});
+        let mut ran = false;
+        let seq: SequenceRun = run.cell(&format!("{}_{label}_seq{}", model.name, i + 1), &identity, || {
+            ran = true;
+            let start = std::time::Instant::now();
+            let target = InfillTarget::new(model.bert.clone(), ex.ids.clone(), ex.masked.clone(), allowed.clone())?;
+            let r = sample_infill(&target, &model.vocab, sampler, proto.chains, proto.steps, chain_seed, progress)?;
+            let fills: Vec<Vec<u32>> = r.states.chunks_exact(ex.masked.len()).map(|x| target.fill_ids(x)).collect();
+            let f = target.energies(&fills)?;
+            let mut order: Vec<usize> = (0..fills.len()).collect();
+            order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(a.cmp(&b)));
+            order.truncate(proto.top);
+            Ok(SequenceRun {
+                kept: order.iter().map(|&j| fills[j].clone()).collect(),
+                energies: order.iter().map(|&j| f[j]).collect(),
+                acceptance: r.acceptance,
+                changed_per_step: r.changed_per_step,
+                seconds: start.elapsed().as_secs_f64(),
+            })
+        })?;
+        if !ran {
+            progress(proto.chains * proto.steps);
+        }
+        for fill in &seq.kept {
+            got.extend(ex.masked.iter().map(|&p| fill[p]));
             want.extend(ex.masked.iter().map(|&p| ex.truth[p]));
         }
-        gens.push(order.iter().map(|&j| strip(&model.vocab, &fills[j])).collect());
-        energies.push(order.iter().map(|&j| f[j]).collect());
-        acc += run.acceptance;
-        changed += run.changed_per_step.iter().sum::<f64>() / run.changed_per_step.len().max(1) as f64;
-        for (c, x) in curve.iter_mut().zip(&run.changed_per_step) {
+        gens.push(seq.kept.iter().map(|fill| strip(&model.vocab, fill)).collect());
+        energies.push(seq.energies);
+        acc += seq.acceptance;
+        seconds += seq.seconds;
+        changed += seq.changed_per_step.iter().sum::<f64>() / seq.changed_per_step.len().max(1) as f64;
+        for (c, x) in curve.iter_mut().zip(&seq.changed_per_step) {
             *c += x / examples.len() as f64;
         }
     }
@@ -194,7 +233,7 @@ pub fn run_cell(
         changed_per_step: changed / n,
         changed_curve: curve,
         recovery: recovery(&got, &want).unwrap_or(f64::NAN),
-        seconds: start.elapsed().as_secs_f64(),
+        seconds,
     })
 }
 
@@ -227,6 +266,7 @@ pub fn metrics(cell: &Cell, corpus: &[Vec<u32>]) -> [f64; 8] {
 /// acceptance rate rewards proposals that stay put). Returns (α, accepted changes per step)
 /// for every α tried.
 pub fn tune_step_size(
+    run: &Run,
     model: &Model,
     examples: &[Example],
     grid: &[f64],
@@ -236,7 +276,8 @@ pub fn tune_step_size(
     let mut tried = Vec::new();
     for &a in grid {
         let s = crate::SamplerSpec::new("dmala", Some(a)).build()?;
-        let cell = run_cell(model, examples, "pilot", Some(s.as_ref()), proto, seed, &|_| {})?;
+        let cell =
+            run_cell(run, model, examples, &format!("pilot dmala α={a}"), Some(s.as_ref()), proto, seed, &|_| {})?;
         tried.push((a, cell.changed_per_step));
     }
     let best = tried.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1)).map(|t| t.0).context("empty α grid")?;

@@ -3,11 +3,13 @@
 use crate::args::CommonArgs;
 use crate::plot::{self, Figure};
 use crate::{csv_out, meta};
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use dlp_core::io::atomic_write;
-use serde::Serialize;
-use serde_json::json;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// One run of a reproduction binary: where its files go and what `meta.json` records.
@@ -23,6 +25,19 @@ pub struct Run {
     /// The git revision at the start: a long run outlives commits made meanwhile, and the
     /// code that ran is the start's (the binary was built then).
     git: serde_json::Value,
+    /// Whether [`Run::cell`] reads the cells a previous run left (`--resume` of the binaries
+    /// that have cells); cells are written either way.
+    pub resume: bool,
+    /// Cells read instead of computed.
+    resumed: AtomicUsize,
+}
+
+/// A cell's file: what determines it, the revision that computed it, and its value.
+#[derive(Serialize, Deserialize)]
+struct CellFile<T> {
+    identity: Value,
+    git: Value,
+    value: T,
 }
 
 impl Run {
@@ -48,7 +63,54 @@ impl Run {
             started: Instant::now(),
             started_unix,
             git: meta::git_info(),
+            resume: false,
+            resumed: AtomicUsize::new(0),
         })
+    }
+
+    /// A resumable piece of a long run (one seed of one sampler, one sequence): `compute`'s
+    /// value, stored in `cells/<key>.json` with `identity` (everything that determines it:
+    /// data, configuration, seed). With [`Run::resume`] a cell whose file holds the same
+    /// identity is read instead of computed, so an interrupted run continues where it stopped
+    /// and writes the files an uninterrupted one would (the value round-trips exactly through
+    /// JSON); a file with another identity is an error, never silently reused. Keys must be
+    /// unique within a run; characters outside `[A-Za-z0-9._-]` become `_`.
+    pub fn cell<T: Serialize + DeserializeOwned>(
+        &self,
+        key: &str,
+        identity: &Value,
+        compute: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let name: String =
+            key.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+        let path = self.dir.join("cells").join(format!("{name}.json"));
+        if self.resume && path.is_file() {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let file: CellFile<T> = serde_json::from_str(&text)
+                .with_context(|| format!("--resume: {} is not a readable cell", path.display()))?;
+            if file.identity != *identity {
+                bail!(
+                    "--resume: {} was computed for {} but this run needs {}; resume with the same arguments or use another --out",
+                    path.display(),
+                    file.identity,
+                    identity
+                );
+            }
+            self.resumed.fetch_add(1, Ordering::Relaxed);
+            return Ok(file.value);
+        }
+        let value = compute()?;
+        let file = CellFile { identity: identity.clone(), git: self.git["revision"].clone(), value };
+        std::fs::create_dir_all(path.parent().expect("cells/"))
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        atomic_write(&path, serde_json::to_string(&file)?.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(file.value)
+    }
+
+    /// How many cells [`Run::cell`] read instead of computing (`meta.json` records it).
+    pub fn resumed_cells(&self) -> usize {
+        self.resumed.load(Ordering::Relaxed)
     }
 
     /// The master seed (`--seed`).
@@ -125,6 +187,7 @@ impl Run {
                 "used": rayon::current_num_threads(),
             },
             "git": self.git,
+            "resumed_cells": self.resumed_cells(),
             "versions": meta::versions(),
             "machine": meta::machine(),
             "started_unix": self.started_unix,
@@ -204,6 +267,40 @@ mod tests {
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         assert_eq!(names, ["fig.png", "fig.svg", "grid.png", "meta.json"]);
+    }
+
+    #[test]
+    fn cells_are_read_back_on_resume_only_for_the_same_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = CommonArgs { seed: 0, quick: true, threads: None, out: Some(dir.path().to_path_buf()) };
+        let id = json!({"seed": 3, "sampler": "dmala", "step_size": 0.1});
+        let v: Vec<f64> = vec![0.1, -1.0 / 3.0, 1e-300, f64::MAX];
+        let mut run = Run::start("test", &common).unwrap();
+        assert_eq!(run.cell("adult dmala α=0.1 s3", &id, || Ok(v.clone())).unwrap(), v);
+        let path = dir.path().join("cells/adult_dmala___0.1_s3.json");
+        assert!(path.is_file());
+        // Without --resume a cell is computed again (and rewritten).
+        assert_eq!(run.cell("adult dmala α=0.1 s3", &id, || Ok(vec![2.0])).unwrap(), [2.0]);
+        run.cell("adult dmala α=0.1 s3", &id, || Ok(v.clone())).unwrap();
+        // With it, the file's value comes back bit for bit and compute is not called...
+        run.resume = true;
+        let back: Vec<f64> = run.cell("adult dmala α=0.1 s3", &id, || panic!("recomputed")).unwrap();
+        assert_eq!(
+            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(run.resumed_cells(), 1);
+        // ...and it is the file that is read: an edited value is what a resumed run sees.
+        let text = std::fs::read_to_string(&path).unwrap().replace("0.1,", "0.25,");
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(run.cell("adult dmala α=0.1 s3", &id, || Ok(v.clone())).unwrap()[0], 0.25);
+        // Another identity under the same key is refused, not reused or overwritten.
+        let other = json!({"seed": 4, "sampler": "dmala", "step_size": 0.1});
+        let e = run.cell("adult dmala α=0.1 s3", &other, || Ok(v.clone())).unwrap_err().to_string();
+        assert!(e.starts_with("--resume: ") && e.contains("\"seed\":3") && e.contains("\"seed\":4"), "{e}");
+        // A missing cell is computed and written.
+        assert_eq!(run.cell("fresh", &id, || Ok(7u32)).unwrap(), 7);
+        assert!(dir.path().join("cells/fresh.json").is_file());
     }
 
     #[test]

@@ -18,7 +18,15 @@ fn check(bin: &str, name: &str, columns: &[&str]) {
     let mut files: Vec<String> =
         std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
-    let want = ["curves.csv", "meta.json", "summary.json", "table.md", &format!("{name}.png"), &format!("{name}.svg")];
+    let want = [
+        "cells",
+        "curves.csv",
+        "meta.json",
+        "summary.json",
+        "table.md",
+        &format!("{name}.png"),
+        &format!("{name}.svg"),
+    ];
     let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
     want.sort();
     assert_eq!(files, want);
@@ -49,6 +57,51 @@ fn table2_quick_writes_every_file_and_is_thread_independent() {
 #[test]
 fn table4_quick_writes_every_file_and_is_thread_independent() {
     check(env!("CARGO_BIN_EXE_table4"), "table4", &["B=10", "B=50", "full"]);
+}
+
+#[test]
+fn an_interrupted_table_resumes_from_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_table2");
+    let a = dir.path().join("a");
+    let full = run(bin, &a, &[]);
+    let cells = a.join("cells");
+    // 4 columns × 2 seeds; "interrupt" by removing two cells (one seed of DMALA and of Gibbs).
+    assert_eq!(std::fs::read_dir(&cells).unwrap().count(), 8);
+    for k in ["synthetic_dmala_0.1__full_s4.json", "synthetic_gibbs_full_s3.json"] {
+        std::fs::remove_file(cells.join(k)).unwrap();
+    }
+    let resumed = run(bin, &a, &["--resume"]);
+    // Equal in every number but the recomputed cells' timings.
+    let untimed = |s: &serde_json::Value| {
+        let mut rows = s["rows"].clone();
+        rows.as_array_mut().unwrap().iter_mut().for_each(|r| r["sampler_seconds_mean"] = serde_json::Value::Null);
+        rows
+    };
+    assert_eq!(untimed(&resumed), untimed(&full), "a resumed table equals the uninterrupted one");
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["resumed_cells"], 6);
+    // The cells are what a resumed run reads: a changed final point shows in the summary.
+    let path = cells.join("synthetic_gwg_full_s3.json");
+    let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let points = cell["value"].as_array_mut().unwrap();
+    let last = points.len() - 1;
+    points[last]["train_ll"] = serde_json::json!(-0.5);
+    std::fs::write(&path, cell.to_string()).unwrap();
+    let edited = run(bin, &a, &["--resume"]);
+    let gwg = |s: &serde_json::Value| s["rows"][1]["train_ll"].as_f64().unwrap();
+    assert_ne!(gwg(&edited), gwg(&full));
+    // Other arguments in the same directory: one error line, exit 2, nothing rewritten.
+    let before = std::fs::read_to_string(a.join("summary.json")).unwrap();
+    let o = Command::new(bin)
+        .args(["--quick", "--seed", "3", "--steps", "20", "--resume", "--out"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.starts_with("error: --resume: ") && e.contains("\"steps\":40") && e.lines().count() == 1, "{e}");
+    assert_eq!(std::fs::read_to_string(a.join("summary.json")).unwrap(), before);
 }
 
 #[test]

@@ -67,3 +67,29 @@ fn table3_refuses_bad_flags_with_one_line_and_no_output() {
         assert!(!out.exists(), "{extra:?} wrote output");
     }
 }
+
+#[test]
+fn an_interrupted_table3_resumes_from_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(table3(dir.path(), &[]).status.success());
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+    let (gens, metrics) = (read("generations.csv"), read("metrics.csv"));
+    // Pilot: 5 α × 2 sequences; then 4 samplers × 2 sequences. "Interrupt" by removing a
+    // pilot cell and the last sampler's last sequence.
+    let cells = dir.path().join("cells");
+    assert_eq!(std::fs::read_dir(&cells).unwrap().count(), 18);
+    for k in ["quick_pilot_dmala___0.3_seq2.json", "quick_dmala___10_seq2.json"] {
+        std::fs::remove_file(cells.join(k)).unwrap();
+    }
+    let o = table3(dir.path(), &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read("generations.csv"), gens, "a resumed run writes the uninterrupted run's generations");
+    assert_eq!(read("metrics.csv"), metrics);
+    let meta: Value = serde_json::from_str(&read("meta.json")).unwrap();
+    assert_eq!(meta["resumed_cells"], 16);
+    // Another protocol in the same directory: refused in one line.
+    let o = table3(dir.path(), &["--resume", "--steps", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.starts_with("error: --resume: ") && e.lines().count() == 1, "{e}");
+}

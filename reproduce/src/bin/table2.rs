@@ -3,9 +3,9 @@
 //! of the 50-particle ensemble, mean ± std over seeds (`reproduction.md` §3.6).
 //!
 //! Config → `dlp_reproduce::bnn::table` → `results/table2/{curves.csv, summary.json,
-//! table.md, table2.{svg,png}, meta.json}`. COMPAS and Adult come from `just data compas|adult`;
-//! News and Blog are synthetic stand-ins of their shapes; `--quick` runs a small synthetic
-//! stand-in in seconds. H = 100 (the official code's value); `--hidden 500` is the paper's.
+//! table.md, table2.{svg,png}, meta.json, cells/}` (`--resume` continues from `cells/`).
+//! COMPAS and Adult come from `just data compas|adult`; News and Blog are synthetic stand-ins
+//! of their shapes; `--quick` runs a small synthetic stand-in in seconds. H = 100 (the official code's value); `--hidden 500` is the paper's.
 //!
 //! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
 //! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
@@ -54,6 +54,10 @@ struct Args {
     /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
     #[arg(long)]
     device: Option<String>,
+    /// Continue an interrupted run in the same --out: the (data set, column, seed) cells it
+    /// finished (`cells/`) are read back, the rest run; the files equal an uninterrupted run's.
+    #[arg(long)]
+    resume: bool,
 }
 
 fn main() {
@@ -92,7 +96,8 @@ fn run(args: Args) -> Result<()> {
         col.sampler.build()?;
     }
     let datasets = names.iter().map(|n| bnn::load(n)).collect::<Result<Vec<_>>>()?;
-    let run = Run::start("table2", &args.common)?;
+    let mut run = Run::start("table2", &args.common)?;
+    run.resume = args.resume;
     for d in &datasets {
         let stand_in = if d.stand_in { " (synthetic stand-in)" } else { "" };
         println!(

@@ -9,7 +9,7 @@
 //! Neither is the paper's BERT-base/large on TBC/WikiText-103, so the paper's values are shown
 //! beside ours for the pattern (DLP's diversity at similar quality), not for the numbers.
 //! Config → `dlp_reproduce::infill` → `results/table3/{generations.csv, metrics.csv,
-//! summary.json, table3.{svg,png}, meta.json}`.
+//! summary.json, table3.{svg,png}, meta.json, cells/}` (`--resume` continues from `cells/`).
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -55,6 +55,11 @@ struct Args {
     /// token changes per step.
     #[arg(long, default_value = "0.1,0.3,1,3,10")]
     alpha_grid: String,
+    /// Continue an interrupted run in the same --out: the (model, sampler, sequence) cells it
+    /// finished (`cells/`, pilot included) are read back, the rest run; the files equal an
+    /// uninterrupted run's (the paper-scale AntiBERTy protocol is hours on 2 cores).
+    #[arg(long)]
+    resume: bool,
 }
 
 fn main() {
@@ -98,7 +103,8 @@ fn run(args: Args) -> Result<()> {
             })
             .collect::<Result<_>>()?,
     };
-    let run = Run::start("table3", c)?;
+    let mut run = Run::start("table3", c)?;
+    run.resume = args.resume;
     let (mut gen_rows, mut metric_rows, mut summary, mut panels) = (vec![], vec![], vec![], vec![]);
     for m in &models {
         let proto = proto_for(m.name == "antiberty");
@@ -112,7 +118,7 @@ fn run(args: Args) -> Result<()> {
         );
         let pilot_proto = Protocol { steps: proto.steps.min(10), ..proto.clone() };
         let (alpha, tried) =
-            infill::tune_step_size(m, &examples[..examples.len().min(2)], &grid, &pilot_proto, c.seed)?;
+            infill::tune_step_size(&run, m, &examples[..examples.len().min(2)], &grid, &pilot_proto, c.seed)?;
         println!("table3: {}: pilot accepted changes per step {tried:?} → α = {alpha}", m.name);
         let bar = run.progress((samplers.len() * examples.len() * proto.chains * proto.steps) as u64, &m.name);
         let (mut rows, mut series) = (vec![], vec![]);
@@ -122,7 +128,7 @@ fn run(args: Args) -> Result<()> {
                 _ => s.clone(),
             };
             let built = if spec.name == "gibbs" { None } else { Some(spec.build()?) };
-            let cell = infill::run_cell(m, &examples, &spec.legend(), built.as_deref(), &proto, c.seed, &|k| {
+            let cell = infill::run_cell(&run, m, &examples, &spec.legend(), built.as_deref(), &proto, c.seed, &|k| {
                 bar.inc(k as u64)
             })?;
             let values = infill::metrics(&cell, &m.corpus);

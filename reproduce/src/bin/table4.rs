@@ -3,8 +3,9 @@
 //! Bayesian neural networks (`reproduction.md` §1.10, §3.6).
 //!
 //! Config → `dlp_reproduce::bnn::table` → `results/table4/{curves.csv, summary.json,
-//! table.md, table4.{svg,png}, meta.json}`. Data as `table2`: COMPAS and Adult from `just
-//! data`, News and Blog synthetic stand-ins, `--quick` a small synthetic stand-in.
+//! table.md, table4.{svg,png}, meta.json, cells/}` (`--resume` continues from `cells/`).
+//! Data as `table2`: COMPAS and Adult from `just data`, News and Blog synthetic stand-ins,
+//! `--quick` a small synthetic stand-in.
 //!
 //! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
 //! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
@@ -53,6 +54,10 @@ struct Args {
     /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
     #[arg(long)]
     device: Option<String>,
+    /// Continue an interrupted run in the same --out: the (data set, column, seed) cells it
+    /// finished (`cells/`) are read back, the rest run; the files equal an uninterrupted run's.
+    #[arg(long)]
+    resume: bool,
 }
 
 fn main() {
@@ -95,7 +100,8 @@ fn run(args: Args) -> Result<()> {
         .collect();
     let paper = (args.step_size == 0.1).then_some(3);
     columns.push(Column { label: "full".into(), sampler: SamplerSpec::new("dula", alpha), batch: None, paper });
-    let run = Run::start("table4", &args.common)?;
+    let mut run = Run::start("table4", &args.common)?;
+    run.resume = args.resume;
     for d in &datasets {
         let stand_in = if d.stand_in { " (synthetic stand-in)" } else { "" };
         println!("table4: {}{stand_in}: {} train × {} features, {} test", d.name, d.y_train.len(), d.p, d.y_test.len());

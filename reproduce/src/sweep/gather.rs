@@ -465,10 +465,10 @@ mod tests {
         assert!(tidy.starts_with("run_id,sweep_seed,k,seed,step,value\n"), "{tidy}");
         let summary = std::fs::read_to_string(g.dir.join("out_summary.csv")).unwrap();
         // k = a: tasks 0, 1, 2 (seeds 0, 1, 2) wrote values 0, 1 | 1, 2 | 2, 3: n 6, mean 1.5.
-        assert_eq!(summary.lines().collect::<Vec<_>>(), [
-            "k,step,measure,n,mean,std,min,median,max",
-            &format!("a,0,value,6,1.5,{},0,1.5,3", (5.5f64 / 5.0).sqrt()),
-        ]);
+        assert_eq!(
+            summary.lines().collect::<Vec<_>>(),
+            ["k,step,measure,n,mean,std,min,median,max", &format!("a,0,value,6,1.5,{},0,1.5,3", (5.5f64 / 5.0).sqrt()),]
+        );
     }
 
     #[test]
