@@ -188,8 +188,10 @@ pub struct Point {
     /// Sampler steps done.
     pub step: usize,
     /// −mean over particles of the training MSE.
+    #[serde(with = "crate::results::lenient_f64")]
     pub train_ll: f64,
     /// RMSE of the ensemble mean prediction on the test set.
+    #[serde(with = "crate::results::lenient_f64")]
     pub test_rmse: f64,
     /// Sampler seconds so far (the slowest task's).
     pub seconds: f64,

@@ -19,6 +19,8 @@ use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
+use crate::Run;
+
 /// The compared samplers, in the order of every output.
 pub const SAMPLERS: [&str; 4] = ["corv-sigmoid", "corv-arctan", "corv-softsign", "sgld-mirror"];
 
@@ -114,20 +116,26 @@ pub fn init(layers: &[usize], seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// Scores of the Bayesian predictive mean after one epoch.
-#[derive(Clone, Copy, Debug)]
+/// Scores of the Bayesian predictive mean after one epoch (non-finite when a chain diverged:
+/// kept as such through a resumed run's cells).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     /// Epoch (1-based).
     pub epoch: usize,
     /// Validation cross-entropy (nats per item).
+    #[serde(with = "crate::results::lenient_f64")]
     pub valid_ce: f64,
     /// Validation accuracy.
+    #[serde(with = "crate::results::lenient_f64")]
     pub valid_acc: f64,
     /// Test cross-entropy.
+    #[serde(with = "crate::results::lenient_f64")]
     pub test_ce: f64,
     /// Test accuracy.
+    #[serde(with = "crate::results::lenient_f64")]
     pub test_acc: f64,
     /// Test accuracy of this epoch's binarised network alone (not averaged).
+    #[serde(with = "crate::results::lenient_f64")]
     pub test_acc_single: f64,
 }
 
@@ -209,8 +217,13 @@ pub type Chain = (Vec<Point>, f64);
 /// The chains of one data set: for every sampler of `samplers` (labels of [`SAMPLERS`]), one
 /// chain per step size of `eps`, all from the same seed (the same start and minibatches), in
 /// parallel; `bar` advances by one per chain-epoch. Result `[sampler][step]` = (curve, seconds).
+/// Each chain is a cell of `run` ([`Run::cell`]) whose identity is `setup` (data set, network,
+/// prior, device: what the caller fixes) with the sampler, ε, batch, epochs and seed, so that
+/// `001-bnn --resume` continues a long (paper-scale) run from the chains it finished.
 #[allow(clippy::too_many_arguments)]
 pub fn run_grid(
+    run: &Run,
+    setup: &serde_json::Value,
     net: &BinaryNet,
     valid: &EvalSet,
     test: &EvalSet,
@@ -226,7 +239,12 @@ pub fn run_grid(
     let mut runs: Vec<Chain> = configs
         .par_iter()
         .map(|&(m, e)| {
-            let r = run_curve(net, valid, test, &sampler(&samplers[m], eps[e], batch)?, epochs, seed)?;
+            let identity = serde_json::json!({"setup": setup, "sampler": samplers[m], "eps": eps[e], "batch": batch,
+                "epochs": epochs, "seed": seed});
+            let key = format!("{}_{}_eps{:e}", setup["dataset"].as_str().unwrap_or("data"), samplers[m], eps[e]);
+            let r = run.cell(&key, &identity, || {
+                run_curve(net, valid, test, &sampler(&samplers[m], eps[e], batch)?, epochs, seed)
+            })?;
             bar.inc(epochs as u64);
             Ok(r)
         })

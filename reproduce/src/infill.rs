@@ -155,8 +155,10 @@ struct SequenceRun {
     /// The kept fills (whole id sequences), best first by f.
     kept: Vec<Vec<u32>>,
     /// Their energies f.
+    #[serde(with = "crate::results::lenient_f64::vec")]
     energies: Vec<f64>,
     /// Mean acceptance probability of the sequence's chains.
+    #[serde(with = "crate::results::lenient_f64")]
     acceptance: f64,
     /// Masked tokens changed per chain at each step.
     changed_per_step: Vec<f64>,

@@ -32,6 +32,72 @@ pub struct Run {
     resumed: AtomicUsize,
 }
 
+/// Serde helpers for floats in [`Run::cell`] values: JSON has no NaN or infinity (serde_json
+/// writes `null`, which does not read back as a float), so a non-finite value is written as
+/// the string `"NaN"`, `"inf"` or `"-inf"` and read back from it; finite values stay numbers
+/// (exact round trip). Use `#[serde(with = "dlp_reproduce::results::lenient_f64")]` on an
+/// `f64` field that can be non-finite (a diverged chain's loss), `lenient_f64::vec` on a
+/// `Vec<f64>`.
+pub mod lenient_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// A float or the name of a non-finite one.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Number(f64),
+        Name(String),
+    }
+
+    fn from_repr<E: serde::de::Error>(r: Repr) -> Result<f64, E> {
+        match r {
+            Repr::Number(x) => Ok(x),
+            Repr::Name(s) => match s.as_str() {
+                "NaN" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => Err(E::custom(format!("{other:?} is not a number, NaN, inf or -inf"))),
+            },
+        }
+    }
+
+    /// Writes `x` as a number, or as its name when it is not finite.
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() { s.serialize_f64(*x) } else { s.serialize_str(&x.to_string()) }
+    }
+
+    /// Reads what [`serialize`] wrote.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        from_repr(Repr::deserialize(d)?)
+    }
+
+    /// The same for every element of a `Vec<f64>`.
+    pub mod vec {
+        use serde::ser::SerializeSeq;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// Writes the elements as [`super::serialize`] does.
+        pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+            struct One(f64);
+            impl serde::Serialize for One {
+                fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    super::serialize(&self.0, s)
+                }
+            }
+            let mut seq = s.serialize_seq(Some(v.len()))?;
+            for &x in v {
+                seq.serialize_element(&One(x))?;
+            }
+            seq.end()
+        }
+
+        /// Reads what [`serialize`] wrote.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+            Vec::<super::Repr>::deserialize(d)?.into_iter().map(super::from_repr).collect()
+        }
+    }
+}
+
 /// A cell's file: what determines it, the revision that computed it, and its value.
 #[derive(Serialize, Deserialize)]
 struct CellFile<T> {
@@ -298,9 +364,42 @@ mod tests {
         let other = json!({"seed": 4, "sampler": "dmala", "step_size": 0.1});
         let e = run.cell("adult dmala α=0.1 s3", &other, || Ok(v.clone())).unwrap_err().to_string();
         assert!(e.starts_with("--resume: ") && e.contains("\"seed\":3") && e.contains("\"seed\":4"), "{e}");
+        // Every float comes back bit for bit (serde_json's `float_roundtrip`: its default
+        // parser may be one ulp off), here 20,000 random bit patterns' finite values.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let many: Vec<f64> = (0..20_000)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                f64::from_bits(state)
+            })
+            .filter(|x| x.is_finite())
+            .collect();
+        run.cell("many", &id, || Ok(many.clone())).unwrap();
+        let back: Vec<f64> = run.cell("many", &id, || panic!("recomputed")).unwrap();
+        assert!(back.iter().zip(&many).all(|(a, b)| a.to_bits() == b.to_bits()) && back.len() == many.len());
         // A missing cell is computed and written.
         assert_eq!(run.cell("fresh", &id, || Ok(7u32)).unwrap(), 7);
         assert!(dir.path().join("cells/fresh.json").is_file());
+    }
+
+    #[test]
+    fn lenient_floats_round_trip_non_finite_values_exactly() {
+        #[derive(Serialize, Deserialize, Debug)]
+        struct T {
+            #[serde(with = "lenient_f64")]
+            x: f64,
+            #[serde(with = "lenient_f64::vec")]
+            v: Vec<f64>,
+        }
+        let t = T { x: f64::NAN, v: vec![f64::INFINITY, -0.0, 0.1, f64::NEG_INFINITY, f64::MIN_POSITIVE / 8.0] };
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(text, r#"{"x":"NaN","v":["inf",-0.0,0.1,"-inf",2.781342323134e-309]}"#);
+        let back: T = serde_json::from_str(&text).unwrap();
+        assert!(back.x.is_nan());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back.v), bits(&t.v));
+        let e = serde_json::from_str::<T>(r#"{"x":"lots","v":[]}"#).unwrap_err().to_string();
+        assert!(e.contains("\"lots\" is not a number"), "{e}");
     }
 
     #[test]

@@ -42,6 +42,32 @@ fn bnn_quick_writes_its_files_and_is_thread_independent() {
 }
 
 #[test]
+fn an_interrupted_bnn_run_resumes_from_its_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    run(&a, "2");
+    let curves = std::fs::read_to_string(a.join("curves.csv")).unwrap();
+    // 4 samplers × 2 step sizes, one cell each; "interrupt" by removing two.
+    let cells = a.join("cells");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&cells).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names.len(), 8, "{names:?}");
+    for k in &names[3..5] {
+        std::fs::remove_file(cells.join(k)).unwrap();
+    }
+    let o = Command::new(BIN)
+        .args(["--quick", "--seed", "5", "--threads", "2", "--resume", "--out"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_to_string(a.join("curves.csv")).unwrap(), curves);
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(a.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["resumed_cells"], 6);
+}
+
+#[test]
 fn bnn_bad_flags_exit_2_without_output() {
     let dir = tempfile::tempdir().unwrap();
     for bad in [&["--quick", "--samplers", "corv-tanh"][..], &["--quick", "--epochs", "0"], &["--datasets", "cifar"]] {

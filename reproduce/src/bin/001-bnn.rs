@@ -10,7 +10,7 @@
 //! summary.json); `--paper-scale`: 100 epochs (MNIST) / 300 (Fashion-MNIST). `--quick`: the
 //! synthetic stroke digits of `dlp-data` (a STAND-IN for MNIST, 1,000 images), seconds.
 //!
-//! → `results/001-bnn/{curves.csv, tuning.csv, summary.json, 001-bnn.svg, 001-bnn.png, meta.json}`.
+//! → `results/001-bnn/{curves.csv, tuning.csv, summary.json, 001-bnn.{svg,png}, meta.json, cells/}`.
 
 use anyhow::{Result, bail};
 use clap::Parser;
@@ -63,6 +63,10 @@ struct Args {
     /// Test accuracy threshold for the epochs-to-threshold table.
     #[arg(long, default_value_t = 0.85)]
     threshold: f64,
+    /// Continue an interrupted run in the same --out: the chains it finished (`cells/`, one
+    /// per data set × sampler × ε) are read back, the rest run (`--paper-scale` is many hours).
+    #[arg(long)]
+    resume: bool,
 }
 
 fn main() {
@@ -100,14 +104,13 @@ fn run(args: Args) -> Result<()> {
     if !(args.prior.is_finite() && args.prior > 0.0 && (0.0..=1.0).contains(&args.threshold)) {
         bail!("--prior must be > 0 and --threshold in [0, 1]");
     }
-    for s in &samplers {
-        sampler(s, 1.0, 1)?;
-    }
+    samplers.iter().try_for_each(|s| sampler(s, 1.0, 1).map(drop))?; // a bad name fails before any work
     let device = dlp_candle::device(&args.device)?;
     let layers: Vec<usize> = std::iter::once(784).chain(hidden.iter().copied()).chain([10]).collect();
     let eps = log_grid(eps_min, eps_max, n_grid);
     let data: Vec<_> = names.iter().map(|n| load(n, c.seed).map(|m| split(&m))).collect::<Result<_>>()?;
-    let run = Run::start("001-bnn", c)?;
+    let mut run = Run::start("001-bnn", c)?;
+    run.resume = args.resume;
     let (mut curves, mut tuning, mut panels, mut per) = (vec![], vec![], vec![], serde_json::Map::new());
     for (name, sp) in names.iter().zip(&data) {
         let epochs = epochs_of(name);
@@ -125,7 +128,9 @@ fn run(args: Args) -> Result<()> {
         );
         let bar = run.progress((samplers.len() * n_grid * epochs) as u64, &format!("{name}: chain-epochs"));
         let t0 = run.elapsed();
-        let runs = run_grid(&net, &valid, &test, &samplers, &eps, batch, epochs, c.seed, &bar)?;
+        let setup = json!({"dataset": name, "train": sp.train.labels.len(), "layers": layers, "prior": args.prior,
+            "device": args.device});
+        let runs = run_grid(&run, &setup, &net, &valid, &test, &samplers, &eps, batch, epochs, c.seed, &bar)?;
         bar.finish_and_clear();
         let (mut ce_series, mut acc_series, mut rows) = (vec![], vec![], serde_json::Map::new());
         for (s, runs) in samplers.iter().zip(&runs) {
