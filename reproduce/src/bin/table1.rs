@@ -44,7 +44,7 @@ struct Args {
     /// Training samplers, `name` or `name@step_size` (paper: DULA α = 0.1, DMALA α = 0.2).
     #[arg(long, default_value = "dmala@0.2,dula@0.1,gwg")]
     samplers: String,
-    /// AIS kernel of the final evaluation (the official script's GWG-1).
+    /// AIS kernel of the final evaluation, `name` or `name@step_size` (the official script's GWG-1).
     #[arg(long, default_value = "gwg")]
     ais_sampler: String,
     /// Override the protocol's training iterations (e.g. a few, to check the paper path runs).
@@ -121,7 +121,10 @@ fn run(args: Args) -> Result<()> {
         bail!("--datasets must list static and/or dynamic, and --samplers at least one sampler");
     }
     let samplers = specs.iter().map(|s| s.build()).collect::<Result<Vec<_>, _>>()?;
-    let ais_kernel = SamplerSpec::new(&args.ais_sampler, None).build()?;
+    let ais_kernel = match parse_samplers(&args.ais_sampler)?.as_slice() {
+        [one] => one.build()?,
+        _ => bail!("--ais-sampler: one sampler, `name` or `name@step_size`"),
+    };
     let device = dlp_candle::device(&args.device)?;
     let (train, test, n_train) = if c.quick {
         (synthetic_digits(600, 1).0, synthetic_digits(100, 2).0, 500)
