@@ -297,14 +297,47 @@ fn band_figure(
     })
 }
 
-/// Numeric and boolean leaves of a JSON document as `path → value` (`samplers.3.acceptance`;
-/// `true` is 1, so a claim's mean is the fraction of seeds where it held).
+/// Text fields that name an element of an array of records (a table's row), in the order
+/// [`element_names`] tries them.
+const NAME_FIELDS: [&str; 6] = ["dataset", "model", "column", "label", "sampler", "name"];
+
+/// Names for the elements of an array of records, so that a gathered statistic reads
+/// `rows.adult/dmala α=0.1.train_ll` rather than `rows.7.train_ll`: the text fields of
+/// [`NAME_FIELDS`] that tell the elements apart, taken in that order while they still split
+/// them further, joined by `/`. `None` (indices) unless every element is a record and those
+/// fields name each one uniquely.
+fn element_names(a: &[Value]) -> Option<Vec<String>> {
+    let mut names = vec![String::new(); a.len()];
+    let distinct = |names: &[String]| names.iter().collect::<std::collections::HashSet<_>>().len();
+    for field in NAME_FIELDS {
+        let Some(values) = a.iter().map(|v| v.get(field)?.as_str()).collect::<Option<Vec<&str>>>() else { continue };
+        let longer: Vec<String> = names
+            .iter()
+            .zip(&values)
+            .map(|(n, v)| if n.is_empty() { v.to_string() } else { format!("{n}/{v}") })
+            .collect();
+        if distinct(&longer) > distinct(&names) {
+            names = longer;
+        }
+        if distinct(&names) == a.len() {
+            return Some(names);
+        }
+    }
+    None
+}
+
+/// Numeric and boolean leaves of a JSON document as `path → value` (`samplers.3.acceptance`,
+/// or `rows.adult/dmala α=0.1.train_ll` for records named by [`element_names`]; `true` is 1,
+/// so a claim's mean is the fraction of seeds where it held).
 fn leaves(value: &Value, path: String, out: &mut Vec<(String, f64)>) {
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match value {
         Value::Number(n) => out.extend(n.as_f64().map(|x| (path, x))),
         Value::Bool(b) => out.push((path, f64::from(u8::from(*b)))),
-        Value::Array(a) => a.iter().enumerate().for_each(|(i, v)| leaves(v, join(&i.to_string()), out)),
+        Value::Array(a) => {
+            let names = element_names(a).unwrap_or_else(|| (0..a.len()).map(|i| i.to_string()).collect());
+            a.iter().zip(names).for_each(|(v, name)| leaves(v, join(&name), out))
+        }
         Value::Object(m) => m.iter().for_each(|(k, v)| leaves(v, join(k), out)),
         _ => {}
     }
@@ -477,5 +510,19 @@ mod tests {
         let mut out = Vec::new();
         leaves(&doc, String::new(), &mut out);
         assert_eq!(out, [("a".to_string(), 1.0), ("b.0.c".to_string(), 2.5), ("b.1".to_string(), 1.0)]);
+        // Rows of a table are named by the text fields that tell them apart: the column alone
+        // for one data set, data set and column for two; indices when nothing names them all.
+        let row = |d: &str, c: &str, x: f64| json!({"dataset": d, "column": c, "sampler": "dmala", "ll": x});
+        let one = json!({"rows": [row("adult", "gwg", 1.0), row("adult", "dmala α=0.1", 2.0)]});
+        let two = json!({"rows": [row("adult", "gwg", 1.0), row("adult", "dula", 1.5), row("compas", "gwg", 2.0)]});
+        let none = json!({"rows": [row("adult", "gwg", 1.0), row("adult", "gwg", 2.0), json!({"ll": 3.0})]});
+        let paths = |doc: &Value| {
+            let mut out = Vec::new();
+            leaves(doc, String::new(), &mut out);
+            out.into_iter().map(|l| l.0).collect::<Vec<_>>()
+        };
+        assert_eq!(paths(&one), ["rows.gwg.ll", "rows.dmala α=0.1.ll"]);
+        assert_eq!(paths(&two), ["rows.adult/gwg.ll", "rows.adult/dula.ll", "rows.compas/gwg.ll"]);
+        assert_eq!(paths(&none), ["rows.0.ll", "rows.1.ll", "rows.2.ll"]);
     }
 }
