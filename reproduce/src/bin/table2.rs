@@ -5,7 +5,8 @@
 //! Config → `dlp_reproduce::bnn::table` → `results/table2/{curves.csv, summary.json,
 //! table.md, table2.{svg,png}, meta.json, cells/}` (`--resume` continues from `cells/`).
 //! COMPAS and Adult come from `just data compas|adult`; News and Blog are synthetic stand-ins
-//! of their shapes; `--quick` runs a small synthetic stand-in in seconds. H = 100 (the official code's value); `--hidden 500` is the paper's.
+//! of their shapes; `--quick` runs a small synthetic stand-in in seconds. H = 100 (the
+//! official code's value); `--hidden 500` is the paper's.
 //!
 //! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
 //! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
