@@ -281,6 +281,10 @@ struct History {
     curve: Vec<CurveRow>,
     evals: Vec<EvalRow>,
     best: Option<(usize, f64)>,
+    /// The validation AIS kernel the evaluations used (`None`: the training sampler; histories
+    /// written before the option existed have no such field and used it).
+    #[serde(default)]
+    val_ais: Option<String>,
 }
 
 fn mean_f(model: &ResNetEbm, bits: &[u32], items: usize) -> Result<f64> {
@@ -327,6 +331,11 @@ fn say(bar: &indicatif::ProgressBar, line: String) {
 /// Trains one cell (resuming from `ckpt_dir` when `resume` and a checkpoint exists), keeps the
 /// EMA model with the best validation log-likelihood, and evaluates it on the test images with
 /// the final AIS (kernel `ais_kernel`, GWG-1 in the paper's evaluation), on `dev`.
+///
+/// The validation AIS runs `val_ais` (its label and kernel) or, when `None`, the training
+/// `sampler` itself, as the official `pcd_ebm_ema.py` does: for DULA that is an unadjusted
+/// kernel, which leaves no annealed distribution invariant, so its estimates (and the
+/// iteration they select) carry a bias a Metropolis-adjusted `val_ais` does not.
 #[allow(clippy::too_many_arguments)]
 pub fn run_cell(
     run: &Run,
@@ -334,6 +343,7 @@ pub fn run_cell(
     data: &Splits,
     label: &str,
     sampler: &dyn Sampler,
+    val_ais: Option<(&str, &dyn Sampler)>,
     ais_kernel: &dyn Sampler,
     ckpt_dir: &Path,
     resume: bool,
@@ -353,12 +363,23 @@ pub fn run_cell(
         let mut h: History = serde_json::from_slice(&std::fs::read(&hist_path)?)?;
         h.curve.retain(|r| r.step.iteration <= t.iteration());
         h.evals.retain(|r| r.iteration <= t.iteration());
+        if h.val_ais.as_deref() != val_ais.map(|v| v.0) {
+            let name = |v: Option<&str>| v.map_or("the training sampler".to_string(), |k| format!("{k:?}"));
+            bail!(
+                "--resume: {} was validated with {} but this run asks for {} (--val-ais-sampler)",
+                hist_path.display(),
+                name(h.val_ais.as_deref()),
+                name(val_ais.map(|v| v.0))
+            );
+        }
         println!("table1: {stem}: resumed at iteration {}", t.iteration());
         (t, h)
     } else {
         let model = ResNetEbm::new(net, &data.mu, DType::F32, dev, &mut setup_rng(derive_seed(seed, &[1])))?;
-        (PcdTrainer::new(model, pcd)?, History::default())
+        let h = History { val_ais: val_ais.map(|v| v.0.to_string()), ..History::default() };
+        (PcdTrainer::new(model, pcd)?, h)
     };
+    let val_kernel = val_ais.map_or(sampler, |v| v.1);
     let t0 = Instant::now();
     let offset = hist.curve.last().map_or(0.0, |r| r.seconds);
     let bar = run.progress(proto.iterations as u64, &stem);
@@ -375,7 +396,7 @@ pub fn run_cell(
         }
         if iteration % proto.eval_every == 0 || iteration == proto.iterations {
             let ema = trainer.ema_model()?;
-            let est = ais(run, &ema, sampler, proto.eval_ais, derive_seed(seed, &[2, iteration as u64]), "val AIS")?;
+            let est = ais(run, &ema, val_kernel, proto.eval_ais, derive_seed(seed, &[2, iteration as u64]), "val AIS")?;
             let val_ll = mean_f(&ema, &data.val, proto.val_items)? - est.log_z;
             hist.evals.push(EvalRow { iteration, val_ll, log_z: est.log_z, std_err: est.std_err, ess: est.ess });
             say(
@@ -428,6 +449,7 @@ pub fn write_results(
     cells: &[CellResult],
     sampler_names: &[String],
     ais_sampler: &str,
+    val_ais_sampler: Option<&str>,
     quick: bool,
 ) -> Result<()> {
     let f = |v: f64| format!("{v}");
@@ -512,6 +534,7 @@ pub fn write_results(
         .collect();
     let summary = json!({"scale": proto.scale, "protocol": proto, "quick_data": quick.then_some("synthetic stand-in digits"),
         "static_binarisation": "one fixed-seed Bernoulli draw (stand-in for Larochelle's)", "ais_kernel": ais_sampler,
+        "val_ais_kernel": val_ais_sampler.unwrap_or("the training sampler"),
         "paper_table1": TABLE1.iter().map(|(d, v)| json!({"dataset": d, "vae": v[0], "gibbs": v[1],
             "gwg": v[2], "dula": v[3], "dmala": v[4]})).collect::<Vec<_>>(), "rows": rows});
     run.write_json("summary.json", &summary)?;

@@ -75,6 +75,40 @@ fn table1_takes_any_ais_kernel_with_its_step_size() {
 }
 
 #[test]
+fn the_validation_ais_kernel_is_chosen_apart_from_training_and_kept_on_resume() {
+    let (own, gwg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = table1(own.path(), &["--iterations", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = table1(gwg.path(), &["--iterations", "2", "--val-ais-sampler", "gwg"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Training never sees the validation kernel: the same curves. The validation estimates
+    // come from another kernel (GWG-1 instead of the training DMALA): other numbers.
+    let curves = |d: &Path| rows_without(&d.join("curves.csv"), &["seconds"]);
+    assert_eq!(curves(own.path()), curves(gwg.path()));
+    let log_z = |d: &Path| rows_without(&d.join("evals.csv"), &[]).iter().map(|r| r[4].clone()).collect::<Vec<_>>();
+    let (a, b) = (log_z(own.path()), log_z(gwg.path()));
+    assert_eq!(a.len(), 1);
+    assert_ne!(a, b, "the validation AIS ran the training sampler either way");
+    let kernel = |d: &Path| -> Value {
+        serde_json::from_str::<Value>(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap()
+            ["val_ais_kernel"]
+            .clone()
+    };
+    assert_eq!(kernel(own.path()), "the training sampler");
+    assert_eq!(kernel(gwg.path()), "gwg");
+    // Resuming with another validation kernel would mix two kinds of estimate in one
+    // selection: refused with one line; with the same kernel it continues.
+    let o = table1(gwg.path(), &["--resume"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: --resume: ") && err.contains("--val-ais-sampler"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let o = table1(gwg.path(), &["--resume", "--val-ais-sampler", "gwg"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(log_z(gwg.path()).len(), 2);
+}
+
+#[test]
 fn table1_refuses_bad_flags_with_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -88,6 +122,8 @@ fn table1_refuses_bad_flags_with_one_line_and_writes_nothing() {
         &["--lr", "0"],
         &["--ais-sampler", "dmala@x"],
         &["--ais-sampler", "gwg,dmala"],
+        &["--val-ais-sampler", "nope"],
+        &["--val-ais-sampler", "dula,gwg"],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_table1")).args(bad).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad:?}");

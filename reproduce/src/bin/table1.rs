@@ -47,6 +47,11 @@ struct Args {
     /// AIS kernel of the final evaluation, `name` or `name@step_size` (the official script's GWG-1).
     #[arg(long, default_value = "gwg")]
     ais_sampler: String,
+    /// AIS kernel of the validation evaluations that pick the kept model, `name` or
+    /// `name@step_size` [default: the training sampler, as the official script; unadjusted for
+    /// DULA, whose estimates are then biased: `dmala@0.2` is a Metropolis-adjusted choice].
+    #[arg(long)]
+    val_ais_sampler: Option<String>,
     /// Override the protocol's training iterations (e.g. a few, to check the paper path runs).
     #[arg(long)]
     iterations: Option<usize>,
@@ -79,6 +84,14 @@ fn pair(text: &Option<String>, default: (usize, usize), flag: &str) -> Result<(u
     match parse_list::<usize>(t, flag)?[..] {
         [a, b] if a >= 1 && b >= 2 => Ok((a, b)),
         _ => bail!("--{flag} must be TEMPERATURES,CHAINS with ≥ 1 temperature and ≥ 2 chains, found {t:?}"),
+    }
+}
+
+/// One sampler from `text` (`name` or `name@step_size`) for the AIS flag `flag`.
+fn one_kernel(text: &str, flag: &str) -> Result<Box<dyn dlp_core::Sampler>> {
+    match parse_samplers(text)?.as_slice() {
+        [one] => Ok(one.build()?),
+        _ => bail!("--{flag}: one sampler, `name` or `name@step_size`, found {text:?}"),
     }
 }
 
@@ -121,10 +134,9 @@ fn run(args: Args) -> Result<()> {
         bail!("--datasets must list static and/or dynamic, and --samplers at least one sampler");
     }
     let samplers = specs.iter().map(|s| s.build()).collect::<Result<Vec<_>, _>>()?;
-    let ais_kernel = match parse_samplers(&args.ais_sampler)?.as_slice() {
-        [one] => one.build()?,
-        _ => bail!("--ais-sampler: one sampler, `name` or `name@step_size`"),
-    };
+    let ais_kernel = one_kernel(&args.ais_sampler, "ais-sampler")?;
+    let val_kernel = args.val_ais_sampler.as_deref().map(|t| one_kernel(t, "val-ais-sampler")).transpose()?;
+    let val_ais = args.val_ais_sampler.as_deref().zip(val_kernel.as_deref());
     let device = dlp_candle::device(&args.device)?;
     let (train, test, n_train) = if c.quick {
         (synthetic_digits(600, 1).0, synthetic_digits(100, 2).0, 500)
@@ -149,6 +161,7 @@ fn run(args: Args) -> Result<()> {
                 d,
                 &spec.label(),
                 s.as_ref(),
+                val_ais,
                 ais_kernel.as_ref(),
                 &run.path("checkpoints"),
                 args.resume,
@@ -171,9 +184,18 @@ fn run(args: Args) -> Result<()> {
         }
     }
 
-    write_results(&run, &proto, &cells, &names_of(&specs), &args.ais_sampler, c.quick)?;
+    write_results(
+        &run,
+        &proto,
+        &cells,
+        &names_of(&specs),
+        &args.ais_sampler,
+        args.val_ais_sampler.as_deref(),
+        c.quick,
+    )?;
     run.finish(
         &json!({"scale": proto.scale, "datasets": names, "samplers": args.samplers, "ais_sampler": args.ais_sampler,
+        "val_ais_sampler": args.val_ais_sampler,
         "resume": args.resume, "device": args.device, "protocol": proto}),
     )
 }
