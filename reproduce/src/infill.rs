@@ -266,7 +266,7 @@ pub fn metrics(cell: &Cell, corpus: &[Vec<u32>]) -> [f64; 8] {
 /// The step size for DMALA/DULA: on the first `pilot` examples, the α of `grid` whose DMALA
 /// chains change the most tokens per chain-step after acceptance (`bert.md` §4: the raw
 /// acceptance rate rewards proposals that stay put). Returns (α, accepted changes per step)
-/// for every α tried.
+/// for every α tried; `progress` is told of finished chain-steps as in [`run_cell`].
 pub fn tune_step_size(
     run: &Run,
     model: &Model,
@@ -274,16 +274,24 @@ pub fn tune_step_size(
     grid: &[f64],
     proto: &Protocol,
     seed: u64,
+    progress: &(dyn Fn(usize) + Sync),
 ) -> Result<(f64, Vec<(f64, f64)>)> {
     let mut tried = Vec::new();
     for &a in grid {
         let s = crate::SamplerSpec::new("dmala", Some(a)).build()?;
         let cell =
-            run_cell(run, model, examples, &format!("pilot dmala α={a}"), Some(s.as_ref()), proto, seed, &|_| {})?;
+            run_cell(run, model, examples, &format!("pilot dmala α={a}"), Some(s.as_ref()), proto, seed, progress)?;
         tried.push((a, cell.changed_per_step));
     }
     let best = tried.iter().copied().max_by(|x, y| x.1.total_cmp(&y.1)).map(|t| t.0).context("empty α grid")?;
     Ok((best, tried))
+}
+
+/// Whether the pilot's `alpha` is the largest or smallest of a `grid` of two or more: the
+/// criterion may still be rising past the edge, so the grid did not bracket its maximum.
+pub fn at_grid_edge(alpha: f64, grid: &[f64]) -> bool {
+    let (lo, hi) = grid.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &g| (l.min(g), h.max(g)));
+    grid.len() > 1 && (alpha == lo || alpha == hi)
 }
 
 /// Where `just data antiberty` puts AntiBERTy.
@@ -408,4 +416,18 @@ fn encode_plain(vocab: &Vocab, line: &str) -> Result<Vec<u32>> {
             Piece::Mask => bail!("unexpected mask in a reference sequence"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_grid_edge;
+
+    #[test]
+    fn an_alpha_at_either_end_of_the_grid_is_at_its_edge() {
+        let grid = [0.3, 0.1, 10.0, 1.0];
+        assert!(at_grid_edge(10.0, &grid) && at_grid_edge(0.1, &grid));
+        assert!(!at_grid_edge(1.0, &grid) && !at_grid_edge(0.3, &grid));
+        // One α is no bracket to judge.
+        assert!(!at_grid_edge(1.0, &[1.0]));
+    }
 }

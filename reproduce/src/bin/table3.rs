@@ -117,9 +117,23 @@ fn run(args: Args) -> Result<()> {
             examples.iter().map(|e| e.masked.len()).sum::<usize>()
         );
         let pilot_proto = Protocol { steps: proto.steps.min(10), ..proto.clone() };
+        let pilot = &examples[..examples.len().min(2)];
+        let pilot_bar = run.progress(
+            (grid.len() * pilot.len() * pilot_proto.chains * pilot_proto.steps) as u64,
+            &format!("{} α pilot", m.name),
+        );
         let (alpha, tried) =
-            infill::tune_step_size(&run, m, &examples[..examples.len().min(2)], &grid, &pilot_proto, c.seed)?;
+            infill::tune_step_size(&run, m, pilot, &grid, &pilot_proto, c.seed, &|k| pilot_bar.inc(k as u64))?;
+        pilot_bar.finish_and_clear();
         println!("table3: {}: pilot accepted changes per step {tried:?} → α = {alpha}", m.name);
+        let edge = infill::at_grid_edge(alpha, &grid);
+        if edge {
+            eprintln!(
+                "table3: {}: warning: α = {alpha} is at the edge of --alpha-grid, where the pilot's criterion may \
+                 still be rising; a wider grid may choose another α",
+                m.name
+            );
+        }
         let bar = run.progress((samplers.len() * examples.len() * proto.chains * proto.steps) as u64, &m.name);
         let (mut rows, mut series) = (vec![], vec![]);
         for s in &samplers {
@@ -160,7 +174,7 @@ fn run(args: Args) -> Result<()> {
         panels.push(Panel::lines(m.name.clone(), "step", "masked tokens changed per chain", series, vec![]));
         summary.push(
             json!({"model": m.name, "protocol": proto, "description": m.description, "reference_corpus": m.corpus_name,
-            "pilot": tried, "alpha": alpha, "rows": rows}),
+            "pilot": tried, "alpha": alpha, "alpha_at_grid_edge": edge, "rows": rows}),
         );
     }
     run.write_csv("generations.csv", "model,sampler,sequence,rank,energy,text", &gen_rows)?;
