@@ -287,6 +287,23 @@ struct History {
     val_ais: Option<String>,
 }
 
+/// Whether `ll` can be a mean log-likelihood of binary images: finite and ≤ 0 (a probability
+/// mass is at most 1). An AIS log Ẑ far too low (a kernel that cannot follow a diverged
+/// model) gives "likelihoods" of +10⁶ nats that would otherwise win the selection.
+fn possible_ll(ll: f64) -> bool {
+    ll.is_finite() && ll <= 0.0
+}
+
+/// Whether a validation LL `val_ll` replaces the kept `best` (iteration, LL): the first
+/// evaluation is kept whatever it is (so a model is always kept), an impossible one never
+/// replaces another, and a possible one replaces an impossible or lower one.
+fn keeps(best: Option<(usize, f64)>, val_ll: f64) -> bool {
+    match best {
+        None => true,
+        Some((_, b)) => possible_ll(val_ll) && (!possible_ll(b) || val_ll > b),
+    }
+}
+
 fn mean_f(model: &ResNetEbm, bits: &[u32], items: usize) -> Result<f64> {
     let n = (bits.len() / D).min(items);
     let mut total = 0.0;
@@ -406,7 +423,16 @@ pub fn run_cell(
                     est.log_z, est.std_err
                 ),
             );
-            if hist.best.is_none_or(|(_, b)| val_ll > b || b.is_nan()) {
+            if !possible_ll(val_ll) {
+                say(
+                    &bar,
+                    format!(
+                        "{stem}: warning: iteration {iteration}: val LL {val_ll:.2} is not a log-probability of binary \
+                         images (> 0 or not finite): the AIS failed (a diverged model?); it is not kept as best"
+                    ),
+                );
+            }
+            if keeps(hist.best, val_ll) {
                 save_params(&ema, &best_path)?;
                 hist.best = Some((iteration, val_ll));
             }
@@ -539,4 +565,22 @@ pub fn write_results(
             "gwg": v[2], "dula": v[3], "dmala": v[4]})).collect::<Vec<_>>(), "rows": rows});
     run.write_json("summary.json", &summary)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keeps;
+
+    #[test]
+    fn the_kept_model_is_the_best_possible_validation_ll() {
+        assert!(keeps(None, 5.0e6), "the first evaluation is kept whatever it is");
+        assert!(keeps(Some((300, -180.0)), -90.0));
+        assert!(!keeps(Some((300, -90.0)), -180.0));
+        // The table1-gwg-lr1e-4 run: −179.87 at 300, then +6.2e6 from a diverged model.
+        assert!(!keeps(Some((300, -179.87)), 6_176_612.04));
+        assert!(!keeps(Some((300, -179.87)), f64::NAN));
+        assert!(keeps(Some((300, 6_176_612.04)), -500.0), "a possible LL replaces an impossible one");
+        assert!(keeps(Some((300, f64::NAN)), -500.0));
+        assert!(!keeps(Some((300, f64::NAN)), f64::INFINITY));
+    }
 }
