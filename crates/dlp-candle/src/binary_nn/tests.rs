@@ -127,6 +127,16 @@ fn beta_prior_on_minus_one_one() {
         assert!((gi - (-0.5 / (1.0 + v) - 1.0 / (1.0 - v))).abs() < 1e-12);
     }
     assert_eq!(net.log_prior_add_grad(&[0.0, 1.0, 0.0, 0.0], None), f64::NEG_INFINITY);
+    // A symmetric prior (α = β, one log per weight) against the two-log sum, near the
+    // boundaries too, and −∞ outside.
+    let net = BinaryNet::new(&x, &y, &[2, 2], (0.5, 0.5), &Device::Cpu, DType::F64).unwrap();
+    for w in [[0.3, -0.6, 0.0, 0.9], [1e-300, -1e-9, 1.0 - 1e-15, -1.0 + 1e-12]] {
+        let want: f64 = w.iter().map(|&v: &f64| -0.5 * (v.ln_1p() + (-v).ln_1p())).sum();
+        let lp = net.log_prior_add_grad(&w, None);
+        assert!((lp - want).abs() <= 1e-14 * (1.0 + want.abs()), "{w:?}: {lp} vs {want}");
+    }
+    assert_eq!(net.log_prior_add_grad(&[0.0, 0.2, -1.0, 0.0], None), f64::NEG_INFINITY);
+    assert_eq!(net.log_prior_add_grad(&[0.0, f64::NAN, 0.5, 0.0], None), f64::NEG_INFINITY);
 }
 
 /// Binarised prediction uses sign(w) with sign(0) = +1, and the predictive mean kept in log
