@@ -106,6 +106,25 @@ pub enum Error {
     },
 }
 
+/// Makes candle's own CPU worker pool single-threaded for this process, unless the user set
+/// `CANDLE_NUM_THREADS`: for programs whose sampler runner already runs one small graph per
+/// chain on each of its threads (`001-bnn`, `table2`/`table4 --device`). candle 0.11 keeps one
+/// process-wide pool of `CANDLE_NUM_THREADS − 1` spinning workers (default: one per core)
+/// behind a lock, so two chains' elementwise ops queued for it and its workers spun on the
+/// cores the chains needed: with it, `001-bnn` (two chains on 2 cores) used 7.0–8.0 s of CPU
+/// for 6.7–7.9 s wall, without it 4.8–5.0 s for 4.1–4.3 s, the same numbers to the last digit
+/// (elementwise results do not depend on the split). Matrix products keep `RAYON_NUM_THREADS`.
+///
+/// Call it first thing in `main`, before any thread starts or candle runs: the pool is made
+/// at candle's first CPU op and reads the variable then.
+pub fn one_candle_thread_per_chain() {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        // SAFETY: called before the program starts any thread (see above), so no other thread
+        // reads or writes the environment concurrently.
+        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    }
+}
+
 /// The device named `name`: `"cpu"`, or `"cuda:N"` (`"cuda"` = `"cuda:0"`) when dlp-candle is
 /// built with the `cuda` feature; otherwise a CUDA name is [`Error::CudaNotBuilt`].
 pub fn device(name: &str) -> Result<Device, Error> {
