@@ -10,17 +10,9 @@
 use dlp_candle::binary_nn::BinaryNet;
 use dlp_candle::candle_core::{DType, Device};
 use dlp_core::{Batch, ContinuousTarget};
-use std::time::Instant;
 
-fn best_ms(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
-}
+mod common;
+use common::best_ms;
 
 fn main() {
     let arg = |i: usize, default: usize| std::env::args().nth(i).and_then(|s| s.parse().ok()).unwrap_or(default);

@@ -15,17 +15,9 @@ use dlp_candle::{TensorBnn, device, device_name};
 use dlp_core::Target;
 use dlp_models::BnnModel;
 use dlp_models::bnn::Precision;
-use std::time::Instant;
 
-fn best_ms<F: FnMut()>(reps: usize, mut f: F) -> f64 {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
-}
+mod common;
+use common::best_ms;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
