@@ -202,7 +202,9 @@ impl Observer<f64> for Keep {
 /// and of the thread count.
 pub fn one_chain(toy: Toy, s: &BoundedSgld, steps: usize, burn: usize, seed: u64) -> Result<Vec<f64>> {
     let t = ToyTarget::new(toy);
-    let o = RunOptions { seed, threads: 1, chains_per_task: 0 };
+    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
+    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
+    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
     let out = run_continuous(s, &t, &[toy.init()], steps, &o, |_, k| Keep {
         burn,
         all: true,
@@ -216,7 +218,9 @@ pub fn one_chain(toy: Toy, s: &BoundedSgld, steps: usize, burn: usize, seed: u64
 /// Time averages of θ after `burn` steps of `chains` independent chains from θ₀ (one per seed).
 pub fn chain_means(toy: Toy, s: &BoundedSgld, chains: usize, steps: usize, burn: usize, seed: u64) -> Result<Vec<f64>> {
     let t = ToyTarget::new(toy);
-    let o = RunOptions { seed, threads: 1, chains_per_task: 0 };
+    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
+    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
+    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
     let out = run_continuous(s, &t, &vec![toy.init(); chains], steps, &o, |_, k| Keep {
         burn,
         all: false,

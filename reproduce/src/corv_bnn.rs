@@ -147,6 +147,8 @@ struct EpochObserver<'a> {
     steps_per_epoch: usize,
     curve: Vec<Point>,
     error: Option<String>,
+    /// Told of every finished epoch (a progress bar's tick).
+    on_epoch: &'a (dyn Fn() + Sync),
 }
 
 impl EpochObserver<'_> {
@@ -164,6 +166,7 @@ impl EpochObserver<'_> {
         let (valid_ce, valid_acc) = self.means[0].scores(&self.sets[0].labels);
         let (test_ce, test_acc) = self.means[1].scores(&self.sets[1].labels);
         self.curve.push(Point { epoch, valid_ce, valid_acc, test_ce, test_acc, test_acc_single: single });
+        (self.on_epoch)();
         Ok(())
     }
 }
@@ -181,7 +184,7 @@ impl Observer<f64> for EpochObserver<'_> {
 }
 
 /// The per-epoch curve of one chain (start [`init`], `epochs` × ⌈N/B⌉ steps) and the seconds
-/// its sampler steps took.
+/// its sampler steps took; `on_epoch` is called after each epoch (progress).
 pub fn run_curve(
     net: &BinaryNet,
     valid: &EvalSet,
@@ -189,12 +192,15 @@ pub fn run_curve(
     s: &BoundedSgld,
     epochs: usize,
     seed: u64,
+    on_epoch: &(dyn Fn() + Sync),
 ) -> Result<(Vec<Point>, f64)> {
     let n = dlp_core::ContinuousTarget::n_data(net).unwrap_or(1);
     let b = dlp_core::ContinuousSampler::minibatch(s).unwrap_or(n).clamp(1, n);
     let steps_per_epoch = n.div_ceil(b);
     let x0 = init(net.layers(), seed);
-    let o = RunOptions { seed, threads: 1, chains_per_task: 0 };
+    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
+    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
+    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
     let k = net.classes();
     let out = run_continuous(s, net, &x0, epochs * steps_per_epoch, &o, |_, _| EpochObserver {
         net,
@@ -203,6 +209,7 @@ pub fn run_curve(
         steps_per_epoch,
         curve: vec![],
         error: None,
+        on_epoch,
     })?;
     let obs = out.observers.into_iter().next().ok_or_else(|| anyhow!("the run returned no observer"))?;
     if let Some(e) = obs.error {
@@ -242,10 +249,16 @@ pub fn run_grid(
             let identity = serde_json::json!({"setup": setup, "sampler": samplers[m], "eps": eps[e], "batch": batch,
                 "epochs": epochs, "seed": seed});
             let key = format!("{}_{}_eps{:e}", setup["dataset"].as_str().unwrap_or("data"), samplers[m], eps[e]);
+            // A computed chain ticks the bar every epoch (a paper-scale chain runs for minutes);
+            // one read back from `cells/` ticks all its epochs at once.
+            let mut computed = false;
             let r = run.cell(&key, &identity, || {
-                run_curve(net, valid, test, &sampler(&samplers[m], eps[e], batch)?, epochs, seed)
+                computed = true;
+                run_curve(net, valid, test, &sampler(&samplers[m], eps[e], batch)?, epochs, seed, &|| bar.inc(1))
             })?;
-            bar.inc(epochs as u64);
+            if !computed {
+                bar.inc(epochs as u64);
+            }
             Ok(r)
         })
         .collect::<Result<_>>()?;

@@ -155,7 +155,9 @@ pub fn run_curve(
             base * (1.0 + 0.1 * z.abs())
         })
         .collect();
-    let o = RunOptions { seed, threads: 1, chains_per_task: 0 };
+    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
+    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
+    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
     let held: Vec<(u32, u32, f64)> = valid.iter().chain(test).copied().collect();
     let out = run_continuous(s, model, &x0, iters, &o, |_, _| Predictive {
         model,
