@@ -42,6 +42,14 @@ pub fn main_with<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
     }
 }
 
+/// [`main_with`] for programs whose runner threads each evaluate their own chains' small
+/// candle graphs (`001-bnn`, `table2`, `table4`): candle's shared CPU pool is made one thread
+/// first ([`dlp_candle::one_candle_thread_per_chain`]), since there it only contends.
+pub fn main_with_chain_graphs<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
+    dlp_candle::one_candle_thread_per_chain();
+    main_with(run)
+}
+
 /// One entry of a `--samplers` list: a registry name and an optional step size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplerSpec {
@@ -70,6 +78,15 @@ impl SamplerSpec {
     /// `dmala α=0.4`, or the bare name: the legend of the learning figures.
     pub fn legend(&self) -> String {
         self.step_size.map_or(self.name.clone(), |a| format!("{} α={a}", self.name))
+    }
+}
+
+/// Exactly one sampler, `name` or `name@step_size`, built from the registry, for the
+/// single-sampler flag `flag` (e.g. an AIS kernel).
+pub fn one_sampler(text: &str, flag: &str) -> Result<Box<dyn Sampler>> {
+    match parse_samplers(text)?.as_slice() {
+        [one] => Ok(one.build()?),
+        _ => anyhow::bail!("--{flag}: one sampler, `name` or `name@step_size`, found {text:?}"),
     }
 }
 

@@ -8,9 +8,7 @@
 use anyhow::{Result, anyhow};
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::{Affine, Transform};
-use dlp_core::{
-    Batch, BoxSpace, ContinuousTarget, EvalError, Observer, RunOptions, States, StepContext, StepInfo, run_continuous,
-};
+use dlp_core::{Batch, BoxSpace, ContinuousTarget, EvalError, Observer, States, StepContext, StepInfo, run_continuous};
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use statrs::distribution::{Beta, Continuous, ContinuousCDF, Gamma, Normal};
 
@@ -202,9 +200,7 @@ impl Observer<f64> for Keep {
 /// and of the thread count.
 pub fn one_chain(toy: Toy, s: &BoundedSgld, steps: usize, burn: usize, seed: u64) -> Result<Vec<f64>> {
     let t = ToyTarget::new(toy);
-    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
-    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
-    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
+    let o = crate::on_caller_pool(seed);
     let out = run_continuous(s, &t, &[toy.init()], steps, &o, |_, k| Keep {
         burn,
         all: true,
@@ -218,9 +214,7 @@ pub fn one_chain(toy: Toy, s: &BoundedSgld, steps: usize, burn: usize, seed: u64
 /// Time averages of θ after `burn` steps of `chains` independent chains from θ₀ (one per seed).
 pub fn chain_means(toy: Toy, s: &BoundedSgld, chains: usize, steps: usize, burn: usize, seed: u64) -> Result<Vec<f64>> {
     let t = ToyTarget::new(toy);
-    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
-    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
-    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
+    let o = crate::on_caller_pool(seed);
     let out = run_continuous(s, &t, &vec![toy.init(); chains], steps, &o, |_, k| Keep {
         burn,
         all: false,

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use dlp_candle::binary_nn::{BinaryNet, EvalSet, Predictive};
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::Transform;
-use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, run_continuous, setup_rng};
+use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
 use dlp_data::Mnist;
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use rand::RngExt;
@@ -198,9 +198,7 @@ pub fn run_curve(
     let b = dlp_core::ContinuousSampler::minibatch(s).unwrap_or(n).clamp(1, n);
     let steps_per_epoch = n.div_ceil(b);
     let x0 = init(net.layers(), seed);
-    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
-    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
-    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
+    let o = crate::on_caller_pool(seed);
     let k = net.classes();
     let out = run_continuous(s, net, &x0, epochs * steps_per_epoch, &o, |_, _| EpochObserver {
         net,

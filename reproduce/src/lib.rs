@@ -37,9 +37,16 @@ pub mod report;
 pub mod results;
 pub mod sweep;
 
-pub use args::{CommonArgs, SamplerSpec, main_with, parse_list, parse_samplers};
+pub use args::{CommonArgs, SamplerSpec, main_with, main_with_chain_graphs, one_sampler, parse_list, parse_samplers};
 pub use dlp_core::io::atomic_write;
 pub use meta::locked_version;
 pub use observe::{Checkpoint, CurvePoint, MeanErrorObserver, chain0_series, merge_curves};
 pub use plot::{BoxStats, Figure, Panel, RefLine, Series, register_fonts, short_number};
 pub use results::Run;
+
+/// Run options for one chain run inside a caller's parallel loop (a grid of chains): threads 0
+/// puts it on the caller's pool. A pool of its own made the waiting caller thread steal the
+/// grid's next chains, so every chain of a grid ran at once.
+pub fn on_caller_pool(seed: u64) -> dlp_core::RunOptions {
+    dlp_core::RunOptions { seed, threads: 0, chains_per_task: 0 }
+}

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::Transform;
-use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, run_continuous, setup_rng};
+use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
 use dlp_models::nmf::PoissonNmf;
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use rand::RngExt;
@@ -155,9 +155,7 @@ pub fn run_curve(
             base * (1.0 + 0.1 * z.abs())
         })
         .collect();
-    // threads 0: the chain runs on the caller's pool (a grid's par_iter). A pool of its own made
-    // the waiting caller thread steal the next chains, so every chain of a grid ran at once.
-    let o = RunOptions { seed, threads: 0, chains_per_task: 0 };
+    let o = crate::on_caller_pool(seed);
     let held: Vec<(u32, u32, f64)> = valid.iter().chain(test).copied().collect();
     let out = run_continuous(s, model, &x0, iters, &o, |_, _| Predictive {
         model,

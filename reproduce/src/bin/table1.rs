@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use dlp_data::{Mnist, synthetic_digits};
 use dlp_reproduce::ebm::{CellResult, Protocol, run_cell, splits, write_results};
-use dlp_reproduce::{CommonArgs, Run, SamplerSpec, parse_list, parse_samplers};
+use dlp_reproduce::{CommonArgs, Run, SamplerSpec, one_sampler, parse_list, parse_samplers};
 use serde_json::json;
 
 /// Table 1: deep EBMs trained with each sampler, evaluated by AIS.
@@ -87,14 +87,6 @@ fn pair(text: &Option<String>, default: (usize, usize), flag: &str) -> Result<(u
     }
 }
 
-/// One sampler from `text` (`name` or `name@step_size`) for the AIS flag `flag`.
-fn one_kernel(text: &str, flag: &str) -> Result<Box<dyn dlp_core::Sampler>> {
-    match parse_samplers(text)?.as_slice() {
-        [one] => Ok(one.build()?),
-        _ => bail!("--{flag}: one sampler, `name` or `name@step_size`, found {text:?}"),
-    }
-}
-
 fn names_of(specs: &[SamplerSpec]) -> Vec<String> {
     specs.iter().map(|s| s.name.clone()).collect()
 }
@@ -134,8 +126,8 @@ fn run(args: Args) -> Result<()> {
         bail!("--datasets must list static and/or dynamic, and --samplers at least one sampler");
     }
     let samplers = specs.iter().map(|s| s.build()).collect::<Result<Vec<_>, _>>()?;
-    let ais_kernel = one_kernel(&args.ais_sampler, "ais-sampler")?;
-    let val_kernel = args.val_ais_sampler.as_deref().map(|t| one_kernel(t, "val-ais-sampler")).transpose()?;
+    let ais_kernel = one_sampler(&args.ais_sampler, "ais-sampler")?;
+    let val_kernel = args.val_ais_sampler.as_deref().map(|t| one_sampler(t, "val-ais-sampler")).transpose()?;
     let val_ais = args.val_ais_sampler.as_deref().zip(val_kernel.as_deref());
     let device = dlp_candle::device(&args.device)?;
     let (train, test, n_train) = if c.quick {

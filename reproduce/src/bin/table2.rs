@@ -62,9 +62,7 @@ struct Args {
 }
 
 fn main() {
-    // Each runner thread evaluates its own chains' small graphs: candle's shared pool only contends.
-    dlp_candle::one_candle_thread_per_chain();
-    dlp_reproduce::main_with(run);
+    dlp_reproduce::main_with_chain_graphs(run);
 }
 
 fn run(args: Args) -> Result<()> {
