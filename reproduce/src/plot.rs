@@ -173,6 +173,50 @@ pub fn short_number(v: f64) -> String {
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
+/// The legend's corner: the one whose box (the outer 40% × 35% of the plot area) the curves
+/// cross least, so the legend hides as little of them as possible; ties go to upper right,
+/// upper left, lower right, lower left. A fixed upper-right legend sat on the end of every
+/// rising curve (accuracy vs epoch), where the reader looks first. Each segment between two
+/// points counts at 16 places along it, so sparse curves crossing a corner are seen too.
+fn legend_corner<'a>(
+    curves: impl Iterator<Item = &'a [(f64, f64)]>,
+    x: &std::ops::Range<f64>,
+    y: &std::ops::Range<f64>,
+) -> SeriesLabelPosition {
+    let (w, h) = ((x.end - x.start).max(f64::MIN_POSITIVE), (y.end - y.start).max(f64::MIN_POSITIVE));
+    let mut count = [0usize; 4]; // upper right, upper left, lower right, lower left
+    let mut add = |px: f64, py: f64| {
+        let (u, v) = ((px - x.start) / w, (py - y.start) / h);
+        let (right, left, top, bottom) = (u >= 0.6, u <= 0.4, v >= 0.65, v <= 0.35);
+        for (k, inside) in [right && top, left && top, right && bottom, left && bottom].into_iter().enumerate() {
+            count[k] += usize::from(inside);
+        }
+    };
+    for pts in curves {
+        let finite: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+        if let [only] = finite[..] {
+            add(only.0, only.1);
+        }
+        for seg in finite.windows(2) {
+            for k in 0..16 {
+                let t = k as f64 / 16.0;
+                add(seg[0].0 + t * (seg[1].0 - seg[0].0), seg[0].1 + t * (seg[1].1 - seg[0].1));
+            }
+        }
+        if let (Some(last), true) = (finite.last(), finite.len() > 1) {
+            add(last.0, last.1);
+        }
+    }
+    let best = (0..4).min_by_key(|&k| count[k]).unwrap_or(0);
+    [
+        SeriesLabelPosition::UpperRight,
+        SeriesLabelPosition::UpperLeft,
+        SeriesLabelPosition::LowerRight,
+        SeriesLabelPosition::LowerLeft,
+    ][best]
+        .clone()
+}
+
 fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot: {e:?}");
     root.fill(&WHITE).map_err(e)?;
@@ -183,12 +227,19 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
             Panel::Lines { title, x_label, y_label, series, refs } => {
                 let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
                 let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(refs.iter().map(|r| r.y));
+                let (xr, yr) = (padded_range(xs), padded_range(ys));
+                let ref_lines: Vec<[(f64, f64); 2]> = refs.iter().map(|r| [(xr.start, r.y), (xr.end, r.y)]).collect();
+                let corner = legend_corner(
+                    series.iter().map(|s| &s.points[..]).chain(ref_lines.iter().map(|l| &l[..])),
+                    &xr,
+                    &yr,
+                );
                 let mut chart = ChartBuilder::on(&area)
                     .caption(title, ("sans-serif", 16))
                     .margin(10)
                     .x_label_area_size(40)
                     .y_label_area_size(55)
-                    .build_cartesian_2d(padded_range(xs), padded_range(ys))
+                    .build_cartesian_2d(xr, yr)
                     .map_err(e)?;
                 chart
                     .configure_mesh()
@@ -225,7 +276,7 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .configure_series_labels()
                     .background_style(WHITE.mix(0.8))
                     .border_style(BLACK)
-                    .position(SeriesLabelPosition::UpperRight)
+                    .position(corner)
                     .label_font(("sans-serif", 12))
                     .draw()
                     .map_err(e)?;
@@ -239,12 +290,25 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     bands.iter().map(|b| b.points.iter().filter(finite).map(clamp).collect()).collect();
                 let xs = pts.iter().flatten().map(|p| p.0);
                 let ys = pts.iter().flatten().flat_map(|p| [p.2, p.3]);
+                let (xr, yr) = (padded_range(xs), padded_range(ys));
+                // The legend avoids the bands' edges and centres alike.
+                let edges: Vec<Vec<(f64, f64)>> = pts
+                    .iter()
+                    .flat_map(|p| {
+                        [
+                            p.iter().map(|q| (q.0, q.1)).collect(),
+                            p.iter().map(|q| (q.0, q.2)).collect(),
+                            p.iter().map(|q| (q.0, q.3)).collect(),
+                        ]
+                    })
+                    .collect();
+                let corner = legend_corner(edges.iter().map(|c| &c[..]), &xr, &yr);
                 let mut chart = ChartBuilder::on(&area)
                     .caption(title, ("sans-serif", 16))
                     .margin(10)
                     .x_label_area_size(40)
                     .y_label_area_size(55)
-                    .build_cartesian_2d(padded_range(xs), padded_range(ys))
+                    .build_cartesian_2d(xr, yr)
                     .map_err(e)?;
                 chart
                     .configure_mesh()
@@ -273,7 +337,7 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .configure_series_labels()
                     .background_style(WHITE.mix(0.8))
                     .border_style(BLACK)
-                    .position(SeriesLabelPosition::UpperRight)
+                    .position(corner)
                     .label_font(("sans-serif", 12))
                     .draw()
                     .map_err(e)?;
@@ -383,6 +447,24 @@ pub fn image_grid_png(path: &Path, states: &[u32], d: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Accuracy curves rising to a plateau fill the upper right; a falling loss fills the upper
+    /// left and lower right; a flat line through the middle leaves every corner free.
+    #[test]
+    fn the_legend_takes_the_emptiest_corner() {
+        let rising: Vec<(f64, f64)> = (1..=100).map(|e| (e as f64, 0.95 - 0.5 * (-(e as f64) / 5.0).exp())).collect();
+        let (x, y) = (padded_range(rising.iter().map(|p| p.0)), padded_range(rising.iter().map(|p| p.1)));
+        assert!(matches!(legend_corner([&rising[..]].into_iter(), &x, &y), SeriesLabelPosition::LowerRight));
+        let falling: Vec<(f64, f64)> = (1..=100).map(|e| (e as f64, 10.0 * (-(e as f64) / 5.0).exp())).collect();
+        let y = padded_range(falling.iter().map(|p| p.1));
+        assert!(matches!(legend_corner([&falling[..]].into_iter(), &x, &y), SeriesLabelPosition::UpperRight));
+        // Two points only: the segment between them crosses the upper right and lower left.
+        let diagonal = [(0.0, 0.0), (1.0, 1.0)];
+        let (x, y) = (padded_range([0.0, 1.0].into_iter()), padded_range([0.0, 1.0].into_iter()));
+        assert!(matches!(legend_corner([&diagonal[..]].into_iter(), &x, &y), SeriesLabelPosition::UpperLeft));
+        let flat = [(0.0, 0.5), (1.0, 0.5)];
+        assert!(matches!(legend_corner([&flat[..]].into_iter(), &x, &y), SeriesLabelPosition::UpperRight));
+    }
 
     #[test]
     fn tick_labels_are_short() {
