@@ -170,7 +170,8 @@ fn run(args: Args) -> Result<()> {
         per.insert(
             name.clone(),
             json!({"stand_in": name == "synthetic", "epochs": epochs, "train": sp.train.labels.len(),
-            "validation": valid.len(), "wall_seconds": run.elapsed() - t0, "test": test.len(), "samplers": rows}),
+            "validation": valid.len(), "wall_seconds": run.elapsed() - t0, "test": test.len(), "samplers": rows,
+            "chain_step_seconds": runs.iter().flatten().map(|c| c.1).sum::<f64>()}), // read-back chains too
         );
     }
     run.write_csv("curves.csv", "dataset,sampler,step_size,selected,epoch,valid_ce,valid_accuracy,test_ce,test_accuracy,test_accuracy_single_net", &curves)?;
