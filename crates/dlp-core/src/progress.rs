@@ -26,7 +26,10 @@ pub fn log_interval() -> Duration {
 /// is finished or dropped.
 pub fn bar(len: u64, message: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let eta = Arc::new(Mutex::new(Eta::new(Instant::now(), log_interval())));
+    // A log line's first estimate waits one interval; a terminal's only 5 s, so that a short
+    // interactive run shows one too (read-back work is credited in the first second or two).
+    let settle = if bar.is_hidden() { log_interval() } else { Duration::from_secs(5) };
+    let eta = Arc::new(Mutex::new(Eta::new(Instant::now(), settle)));
     if let Ok(style) =
         ProgressStyle::with_template("{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {window_eta}")
     {
@@ -40,7 +43,7 @@ pub fn bar(len: u64, message: &str) -> ProgressBar {
 }
 
 /// Time left from the mean rate over the last ten minutes, counting only progress made after a
-/// settling period (one log interval) from the start: read-back work of a resumed run, credited
+/// settling period from the start (one log interval; 5 s on a terminal): read-back work of a resumed run, credited
 /// in the first seconds, then does not make the rest look fast, and a run advancing in bursts
 /// gets the average of many bursts.
 #[derive(Debug)]
