@@ -207,14 +207,12 @@ fn legend_corner<'a>(
             add(last.0, last.1);
         }
     }
-    let best = (0..4).min_by_key(|&k| count[k]).unwrap_or(0);
-    [
-        SeriesLabelPosition::UpperRight,
-        SeriesLabelPosition::UpperLeft,
-        SeriesLabelPosition::LowerRight,
-        SeriesLabelPosition::LowerLeft,
-    ][best]
-        .clone()
+    match (0..4).min_by_key(|&k| count[k]) {
+        Some(1) => SeriesLabelPosition::UpperLeft,
+        Some(2) => SeriesLabelPosition::LowerRight,
+        Some(3) => SeriesLabelPosition::LowerLeft,
+        _ => SeriesLabelPosition::UpperRight,
+    }
 }
 
 fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()> {
