@@ -256,14 +256,6 @@ pub fn hist_rmse(toy: Toy, samples: &[f64]) -> (f64, Vec<(f64, f64)>) {
     (mse.sqrt(), est)
 }
 
-/// `n` log-spaced step sizes in [lo, hi].
-pub fn log_grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if n == 1 {
-        return vec![hi];
-    }
-    (0..n).map(|i| (lo.ln() + (hi.ln() - lo.ln()) * i as f64 / (n - 1) as f64).exp()).collect()
-}
-
 /// The CoRV proxy's potential derivative U′(φ) = −(F′(φ)·∇log π_θ(F(φ)) + f″/f′(φ)).
 fn proxy_du(toy: Toy, tr: &Affine, phi: f64) -> f64 {
     let theta = tr.forward(phi);

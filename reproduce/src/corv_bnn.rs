@@ -274,6 +274,19 @@ pub fn best(runs: &[Chain]) -> usize {
     (0..runs.len()).min_by(|&a, &b| v(a).total_cmp(&v(b))).unwrap_or(0)
 }
 
+/// Epochs on data set `name`: `explicit` (`--epochs`) if given, else 2 under `--quick`, the
+/// paper's 100 (MNIST) / 300 (Fashion-MNIST, §6.2) under `--paper-scale`, and 15 by default.
+pub fn epochs(name: &str, explicit: Option<usize>, quick: bool, paper_scale: bool) -> usize {
+    let paper = if name == "fashion-mnist" { 300 } else { 100 };
+    explicit.unwrap_or(if quick {
+        2
+    } else if paper_scale {
+        paper
+    } else {
+        15
+    })
+}
+
 /// First epoch whose test accuracy is ≥ `threshold`.
 pub fn epochs_to(curve: &[Point], threshold: f64) -> Option<usize> {
     curve.iter().find(|p| p.test_acc >= threshold).map(|p| p.epoch)
@@ -282,6 +295,15 @@ pub fn epochs_to(curve: &[Point], threshold: f64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epochs_are_the_flag_then_quick_then_the_papers_then_15() {
+        assert_eq!(epochs("fashion-mnist", None, false, true), 300);
+        assert_eq!(epochs("mnist", None, false, true), 100);
+        assert_eq!(epochs("mnist", None, false, false), 15);
+        assert_eq!(epochs("mnist", None, true, true), 2);
+        assert_eq!(epochs("fashion-mnist", Some(7), true, true), 7);
+    }
 
     #[test]
     fn the_split_is_8_1_1_of_the_pooled_images_and_fixed() {

@@ -287,13 +287,6 @@ pub fn tune_step_size(
     Ok((best, tried))
 }
 
-/// Whether the pilot's `alpha` is the largest or smallest of a `grid` of two or more: the
-/// criterion may still be rising past the edge, so the grid did not bracket its maximum.
-pub fn at_grid_edge(alpha: f64, grid: &[f64]) -> bool {
-    let (lo, hi) = grid.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &g| (l.min(g), h.max(g)));
-    grid.len() > 1 && (alpha == lo || alpha == hi)
-}
-
 /// Where `just data antiberty` puts AntiBERTy.
 pub fn antiberty_dir() -> std::path::PathBuf {
     dlp_text::cache_dir().join("antiberty")
@@ -416,18 +409,4 @@ fn encode_plain(vocab: &Vocab, line: &str) -> Result<Vec<u32>> {
             Piece::Mask => bail!("unexpected mask in a reference sequence"),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::at_grid_edge;
-
-    #[test]
-    fn an_alpha_at_either_end_of_the_grid_is_at_its_edge() {
-        let grid = [0.3, 0.1, 10.0, 1.0];
-        assert!(at_grid_edge(10.0, &grid) && at_grid_edge(0.1, &grid));
-        assert!(!at_grid_edge(1.0, &grid) && !at_grid_edge(0.3, &grid));
-        // One α is no bracket to judge.
-        assert!(!at_grid_edge(1.0, &[1.0]));
-    }
 }

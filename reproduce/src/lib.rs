@@ -7,6 +7,7 @@
 //!
 //! * [`args`]: common flags, `main`, sampler and value lists;
 //! * [`results`], [`csv_out`], `meta`: the results directory, atomic CSV/JSON writes, `meta.json`;
+//! * [`grid`]: tuning grids and whether a choice was at their edge;
 //! * [`plot`]: every figure (the only module that uses plotters);
 //! * [`observe`], [`report`]: observers of `run_chains`, curves, summary pieces;
 //! * [`corv`] (paper 001 Figs. 1–2: bounded toys, exact CoRV oracles),
@@ -25,6 +26,7 @@ pub mod csv_out;
 pub mod ebm;
 pub mod gf_svgd;
 pub mod gof_power;
+pub mod grid;
 pub mod infill;
 pub mod ising;
 mod meta;

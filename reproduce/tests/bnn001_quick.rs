@@ -37,6 +37,8 @@ fn bnn_quick_writes_its_files_and_is_thread_independent() {
         // Cross-entropy is positive; accuracy a fraction of the 100 test items.
         assert!(ce > 0.0 && ce.is_finite() && (0.0..=1.0).contains(&acc), "{m}: {r}");
         assert_eq!((acc * 100.0).round(), acc * 100.0);
+        // A grid of two brackets nothing: whichever ε is chosen is at its edge, and said so.
+        assert_eq!(r["step_size_at_grid_edge"], true, "{m}: {r}");
     }
     assert!(s["paper_claims"]["mirror"].as_str().unwrap().contains("slower"));
 }

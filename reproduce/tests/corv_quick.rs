@@ -91,6 +91,8 @@ fn nmf_quick_writes_its_files_and_is_thread_independent() {
     assert_eq!(s["data"], "synthetic Poisson-NMF stand-in");
     for m in ["corv-exp", "corv-softplus", "corv-icll", "sgld-mirror", "sgrld"] {
         assert!(s["methods"][m]["final_test_rmse"].as_f64().unwrap().is_finite(), "{m}");
+        // `--quick` tries two step sizes, so the chosen one is at the grid's edge.
+        assert_eq!(s["methods"][m]["step_size_at_grid_edge"], true, "{m}");
     }
     let out = dir.path().join("c");
     let o = Command::new(env!("CARGO_BIN_EXE_001-nmf"))

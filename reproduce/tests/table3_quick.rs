@@ -37,7 +37,7 @@ fn table3_quick_writes_its_files_with_the_paper_beside_ours() {
     let edge = alpha == tried.iter().copied().fold(f64::INFINITY, f64::min)
         || alpha == tried.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     assert_eq!(s["models"][0]["alpha_at_grid_edge"].as_bool(), Some(edge));
-    let warned = String::from_utf8_lossy(&o.stderr).contains("is at the edge of --alpha-grid");
+    let warned = String::from_utf8_lossy(&o.stderr).contains("is at the edge of the grid (--alpha-grid)");
     assert_eq!(warned, edge, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(rows[3]["paper"][0]["values"][0].as_f64(), Some(72.59), "BERT-base DMALA Self-BLEU");
     for r in rows {

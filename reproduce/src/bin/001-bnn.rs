@@ -16,8 +16,8 @@ use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_candle::binary_nn::BinaryNet;
 use dlp_candle::candle_core::DType;
-use dlp_reproduce::corv::log_grid;
-use dlp_reproduce::corv_bnn::{Point, SAMPLERS, best, epochs_to, load, run_grid, sampler, split};
+use dlp_reproduce::corv_bnn::{Point, SAMPLERS, best, epochs, epochs_to, load, run_grid, sampler, split};
+use dlp_reproduce::grid::{log_grid, warn_if_at_edge};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series, parse_list};
 use serde_json::json;
 
@@ -81,16 +81,7 @@ fn run(args: Args) -> Result<()> {
     let hidden: Vec<usize> = parse_list(&args.hidden, "hidden")?;
     let grid_full = if args.paper_scale { 9 } else { 5 };
     let (batch, n_grid) = (c.pick(args.batch, 100, 50), c.pick(args.grid, grid_full, 2));
-    let paper_epochs = |name: &str| if name == "fashion-mnist" { 300 } else { 100 };
-    let epochs_of = |name: &str| {
-        args.epochs.unwrap_or(if c.quick {
-            2
-        } else if args.paper_scale {
-            paper_epochs(name)
-        } else {
-            15
-        })
-    };
+    let epochs_of = |n: &str| epochs(n, args.epochs, c.quick, args.paper_scale);
     if names.is_empty() || samplers.is_empty() || hidden.is_empty() || hidden.contains(&0) {
         bail!("--datasets, --samplers and --hidden must be non-empty (hidden sizes ≥ 1)");
     }
@@ -135,6 +126,7 @@ fn run(args: Args) -> Result<()> {
         let (mut ce_series, mut acc_series, mut rows) = (vec![], vec![], serde_json::Map::new());
         for (s, runs) in samplers.iter().zip(&runs) {
             let b = best(runs);
+            let edge = warn_if_at_edge(&format!("001-bnn: {name}: {s}"), "ε", eps[b], &eps, "--eps-min/--eps-max");
             for (e, (curve, _)) in runs.iter().enumerate() {
                 let last = curve.last();
                 let f = |g: fn(&Point) -> f64| last.map_or(f64::NAN, g).to_string();
@@ -155,7 +147,8 @@ fn run(args: Args) -> Result<()> {
             let good: Vec<f64> = (0..n_grid).filter(|&e| reach(&runs[e])).map(|e| eps[e]).collect();
             rows.insert(s.clone(), json!({"step_size": eps[b], "final_test_ce": last.map(|p| p.test_ce),
                 "final_test_accuracy": last.map(|p| p.test_acc), "final_single_net_test_accuracy": last.map(|p| p.test_acc_single),
-                "epochs_to_threshold": epochs_to(t, args.threshold), "step_sizes_reaching_threshold": good}));
+                "epochs_to_threshold": epochs_to(t, args.threshold), "step_sizes_reaching_threshold": good,
+                "step_size_at_grid_edge": edge}));
             println!(
                 "{name:>14} {s:>14}: ε = {:.1e}, final test CE {:.4}, accuracy {:.4}, to {}: {:?}",
                 eps[b],

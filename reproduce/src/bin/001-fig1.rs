@@ -8,7 +8,8 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dlp_reproduce::corv::{FIG1, METHODS, config_seed, hist_rmse, log_grid, one_chain, sampler};
+use dlp_reproduce::corv::{FIG1, METHODS, config_seed, hist_rmse, one_chain, sampler};
+use dlp_reproduce::grid::log_grid;
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series};
 use rayon::prelude::*;
 use serde_json::json;

@@ -9,7 +9,8 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dlp_reproduce::corv::{METHODS, Toy, chain_means, config_seed, corv_oracle, first_order, log_grid, sampler};
+use dlp_reproduce::corv::{METHODS, Toy, chain_means, config_seed, corv_oracle, first_order, sampler};
+use dlp_reproduce::grid::log_grid;
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series};
 use rayon::prelude::*;
 use serde_json::json;

@@ -10,7 +10,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_models::nmf::PoissonNmf;
-use dlp_reproduce::corv::log_grid;
+use dlp_reproduce::grid::{log_grid, warn_if_at_edge};
 use dlp_reproduce::nmf::{Point, iterations_to, read_ratings, run_curve, sampler, split, synthetic};
 use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series};
 use rayon::prelude::*;
@@ -128,6 +128,7 @@ fn run(args: Args) -> Result<()> {
         }
         let best = *idx.iter().min_by(|&&a, &&b| last_valid(a).total_cmp(&last_valid(b))).unwrap_or(&idx[0]);
         let (t, sec) = &tuned[best];
+        let edge = warn_if_at_edge(&format!("001-nmf: {name}"), "ε", eps[best % n_grid], &eps, "--eps-min/--eps-max");
         for p in t {
             curves.push(vec![
                 name.to_string(),
@@ -142,6 +143,7 @@ fn run(args: Args) -> Result<()> {
         per.insert(name.to_string(), json!({
             "step_size": eps[best % n_grid], "final_test_rmse": final_test, "final_test_rmse_clipped": t.last().map(|p| p.test_clipped),
             "iterations_to_threshold": iterations_to(t, args.threshold), "ms_per_iteration": sec * 1e3,
+            "step_size_at_grid_edge": edge,
         }));
         println!(
             "{name:>14}: ε = {:.1e}, final test RMSE {final_test:.4}, to {}: {:?}, {:.2} ms/iteration",

@@ -14,7 +14,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_reproduce::infill::{self, METRICS, Protocol, TABLE3};
-use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series, parse_list, parse_samplers};
+use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series, grid, parse_list, parse_samplers};
 use serde_json::json;
 
 /// Table 3: infilling with an MLM energy.
@@ -126,14 +126,7 @@ fn run(args: Args) -> Result<()> {
             infill::tune_step_size(&run, m, pilot, &grid, &pilot_proto, c.seed, &|k| pilot_bar.inc(k as u64))?;
         pilot_bar.finish_and_clear();
         println!("table3: {}: pilot accepted changes per step {tried:?} → α = {alpha}", m.name);
-        let edge = infill::at_grid_edge(alpha, &grid);
-        if edge {
-            eprintln!(
-                "table3: {}: warning: α = {alpha} is at the edge of --alpha-grid, where the pilot's criterion may \
-                 still be rising; a wider grid may choose another α",
-                m.name
-            );
-        }
+        let edge = grid::warn_if_at_edge(&format!("table3: {}", m.name), "α", alpha, &grid, "--alpha-grid");
         let bar = run.progress((samplers.len() * examples.len() * proto.chains * proto.steps) as u64, &m.name);
         let (mut rows, mut series) = (vec![], vec![]);
         for s in &samplers {
