@@ -277,14 +277,13 @@ pub fn best(runs: &[Chain]) -> usize {
 /// Epochs on data set `name`: `explicit` (`--epochs`) if given, else 2 under `--quick`, the
 /// paper's 100 (MNIST) / 300 (Fashion-MNIST, §6.2) under `--paper-scale`, and 15 by default.
 pub fn epochs(name: &str, explicit: Option<usize>, quick: bool, paper_scale: bool) -> usize {
-    let paper = if name == "fashion-mnist" { 300 } else { 100 };
-    explicit.unwrap_or(if quick {
-        2
-    } else if paper_scale {
-        paper
-    } else {
-        15
-    })
+    match explicit {
+        Some(e) => e,
+        None if quick => 2,
+        None if paper_scale && name == "fashion-mnist" => 300,
+        None if paper_scale => 100,
+        None => 15,
+    }
 }
 
 /// First epoch whose test accuracy is ≥ `threshold`.

@@ -127,12 +127,12 @@ fn run(args: Args) -> Result<()> {
             ]);
         }
         let best = *idx.iter().min_by(|&&a, &&b| last_valid(a).total_cmp(&last_valid(b))).unwrap_or(&idx[0]);
-        let (t, sec) = &tuned[best];
-        let edge = warn_if_at_edge(&format!("001-nmf: {name}"), "ε", eps[best % n_grid], &eps, "--eps-min/--eps-max");
+        let ((t, sec), eps_best) = (&tuned[best], eps[best % n_grid]);
+        let edge = warn_if_at_edge(&format!("001-nmf: {name}"), "ε", eps_best, &eps, "--eps-min/--eps-max");
         for p in t {
             curves.push(vec![
                 name.to_string(),
-                eps[best % n_grid].to_string(),
+                eps_best.to_string(),
                 p.iter.to_string(),
                 p.test.to_string(),
                 p.test_clipped.to_string(),
@@ -141,13 +141,13 @@ fn run(args: Args) -> Result<()> {
         series.push(Series { label: name.to_string(), points: t.iter().map(|p| (p.iter as f64, p.test)).collect() });
         let final_test = t.last().map(|p| p.test).unwrap_or(f64::NAN);
         per.insert(name.to_string(), json!({
-            "step_size": eps[best % n_grid], "final_test_rmse": final_test, "final_test_rmse_clipped": t.last().map(|p| p.test_clipped),
+            "step_size": eps_best, "final_test_rmse": final_test, "final_test_rmse_clipped": t.last().map(|p| p.test_clipped),
             "iterations_to_threshold": iterations_to(t, args.threshold), "ms_per_iteration": sec * 1e3,
             "step_size_at_grid_edge": edge,
         }));
         println!(
             "{name:>14}: ε = {:.1e}, final test RMSE {final_test:.4}, to {}: {:?}, {:.2} ms/iteration",
-            eps[best % n_grid],
+            eps_best,
             args.threshold,
             iterations_to(t, args.threshold),
             sec * 1e3
