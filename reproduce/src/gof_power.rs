@@ -577,18 +577,18 @@ pub fn figure(tallies: &[Tally], n0: usize, settings: (usize, usize, usize, u64)
             .collect()
     };
     let mut panels = vec![
-        Panel::Lines {
-            title: format!("ours: type-II error vs T' (n = {n0}, T = {NULL_T})"),
-            x_label: "data temperature T'".into(),
-            y_label: "type-II error".into(),
-            series: ours(&|t| (t.cell.n == n0).then_some(t.cell.t_prime)),
-            refs: one_minus_alpha(),
-        },
-        Panel::Lines {
-            title: "spec §9.3 reference (n = 100, 100 trials)".into(),
-            x_label: "data temperature T'".into(),
-            y_label: "type-II error".into(),
-            series: TESTS
+        Panel::lines(
+            format!("ours: type-II error vs T' (n = {n0}, T = {NULL_T})"),
+            "data temperature T'",
+            "type-II error",
+            ours(&|t| (t.cell.n == n0).then_some(t.cell.t_prime)),
+            one_minus_alpha(),
+        ),
+        Panel::lines(
+            "spec §9.3 reference (n = 100, 100 trials)",
+            "data temperature T'",
+            "type-II error",
+            TESTS
                 .iter()
                 .filter_map(|&test| {
                     let (grid, _) = test.spec()?;
@@ -598,17 +598,17 @@ pub fn figure(tallies: &[Tally], n0: usize, settings: (usize, usize, usize, u64)
                     })
                 })
                 .collect(),
-            refs: one_minus_alpha(),
-        },
+            one_minus_alpha(),
+        ),
     ];
     if sizes {
-        panels.push(Panel::Lines {
-            title: format!("ours: type-II error vs n (T' = {SPEC_SIZE_T})"),
-            x_label: "sample size n".into(),
-            y_label: "type-II error".into(),
-            series: ours(&|t| (t.cell.t_prime == SPEC_SIZE_T).then_some(t.cell.n as f64)),
-            refs: one_minus_alpha(),
-        });
+        panels.push(Panel::lines(
+            format!("ours: type-II error vs n (T' = {SPEC_SIZE_T})"),
+            "sample size n",
+            "type-II error",
+            ours(&|t| (t.cell.t_prime == SPEC_SIZE_T).then_some(t.cell.n as f64)),
+            one_minus_alpha(),
+        ));
     }
     Figure {
         caption: format!(

@@ -5,6 +5,7 @@
 use crate::report::five_numbers;
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -67,6 +68,9 @@ pub enum Panel {
         series: Vec<Series>,
         /// Reference lines.
         refs: Vec<RefLine>,
+        /// A log10 y axis (points with y ≤ 0 are left out): for a loss whose first epochs are
+        /// orders of magnitude above the rest, which a linear axis flattens to one line.
+        log_y: bool,
     },
     /// Curves with shaded bands against a common x axis (the sweep gather's figures).
     Bands {
@@ -99,7 +103,23 @@ impl Panel {
         series: Vec<Series>,
         refs: Vec<RefLine>,
     ) -> Self {
-        Panel::Lines { title: title.into(), x_label: x_label.into(), y_label: y_label.into(), series, refs }
+        Panel::Lines {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            series,
+            refs,
+            log_y: false,
+        }
+    }
+
+    /// The same panel with a log10 y axis (a [`Panel::Lines`]; other panels are returned as
+    /// they are: box plots are always on a log axis, bands never).
+    pub fn with_log_y(mut self) -> Self {
+        if let Panel::Lines { log_y, .. } = &mut self {
+            *log_y = true;
+        }
+        self
     }
 }
 
@@ -156,6 +176,13 @@ fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     }
     let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.5 };
     (lo - pad)..(hi + pad)
+}
+
+/// The range of the positive finite values padded by 5% of its width on a log scale (1..10
+/// when there are none), for a log axis.
+fn padded_log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let logs = padded_range(values.filter(|v| *v > 0.0).map(f64::log10));
+    10f64.powf(logs.start)..10f64.powf(logs.end)
 }
 
 /// A tick label with at most three significant digits and no trailing zeros (`200`, `0.05`,
@@ -215,6 +242,92 @@ fn legend_corner<'a>(
     }
 }
 
+/// A [`Panel::Lines`] ready to draw: its curves' plottable points and the reference lines
+/// that fit the axis.
+struct LinesPanel<'a> {
+    figure: &'a Figure,
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    series: &'a [Series],
+    pts: &'a [Vec<(f64, f64)>],
+    refs: &'a [&'a RefLine],
+}
+
+impl LinesPanel<'_> {
+    /// Draws on `area` over `xr` × `yr`, a linear or (`log_y`) a log10 axis.
+    fn draw<DB: DrawingBackend, Y>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        xr: std::ops::Range<f64>,
+        yr: Y,
+        log_y: bool,
+    ) -> Result<()>
+    where
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot: {e:?}");
+        // The legend's corner is chosen where the curves are drawn: on a log axis, in log10(y).
+        let to_axis = |y: f64| if log_y { y.log10() } else { y };
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(55)
+            .build_cartesian_2d(xr.clone(), yr)
+            .map_err(e)?;
+        let y_axis = chart.y_range();
+        let (y0, y1) = (to_axis(y_axis.start), to_axis(y_axis.end));
+        let axis_pts: Vec<Vec<(f64, f64)>> =
+            self.pts.iter().map(|p| p.iter().map(|q| (q.0, to_axis(q.1))).collect()).collect();
+        let ref_lines: Vec<[(f64, f64); 2]> =
+            self.refs.iter().map(|r| [(xr.start, to_axis(r.y)), (xr.end, to_axis(r.y))]).collect();
+        let corner =
+            legend_corner(axis_pts.iter().map(|p| &p[..]).chain(ref_lines.iter().map(|l| &l[..])), &xr, &(y0..y1));
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(self.x_label).y_desc(self.y_label).x_label_formatter(&|v| short_number(*v)).light_line_style(WHITE);
+        // A log axis's ticks (1, 2, 5, 10, …) read best short; a linear axis keeps plotters'
+        // labels, which every earlier figure has.
+        let short = |v: &f64| short_number(*v);
+        if log_y {
+            mesh.y_label_formatter(&short);
+        }
+        mesh.draw().map_err(e)?;
+        for (s, pts) in self.series.iter().zip(self.pts) {
+            let color = self.figure.color(&s.label);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(e)?
+                .label(s.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        for r in self.refs {
+            let (x0, x1) = (xr.start, xr.end);
+            let n = 40;
+            let dashes = (0..n).step_by(2).map(|k| {
+                let a = x0 + (x1 - x0) * k as f64 / n as f64;
+                let b = x0 + (x1 - x0) * (k + 1) as f64 / n as f64;
+                PathElement::new(vec![(a, r.y), (b, r.y)], BLACK.stroke_width(1))
+            });
+            chart
+                .draw_series(dashes)
+                .map_err(e)?
+                .label(r.label.clone())
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(corner)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(e)?;
+        Ok(())
+    }
+}
+
 fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plot: {e:?}");
     root.fill(&WHITE).map_err(e)?;
@@ -222,62 +335,19 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
     let areas = root.split_evenly((1, figure.panels.len().max(1)));
     for (area, panel) in areas.into_iter().zip(&figure.panels) {
         match panel {
-            Panel::Lines { title, x_label, y_label, series, refs } => {
-                let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-                let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(refs.iter().map(|r| r.y));
-                let (xr, yr) = (padded_range(xs), padded_range(ys));
-                let ref_lines: Vec<[(f64, f64); 2]> = refs.iter().map(|r| [(xr.start, r.y), (xr.end, r.y)]).collect();
-                let corner = legend_corner(
-                    series.iter().map(|s| &s.points[..]).chain(ref_lines.iter().map(|l| &l[..])),
-                    &xr,
-                    &yr,
-                );
-                let mut chart = ChartBuilder::on(&area)
-                    .caption(title, ("sans-serif", 16))
-                    .margin(10)
-                    .x_label_area_size(40)
-                    .y_label_area_size(55)
-                    .build_cartesian_2d(xr, yr)
-                    .map_err(e)?;
-                chart
-                    .configure_mesh()
-                    .x_desc(x_label)
-                    .y_desc(y_label)
-                    .x_label_formatter(&|v| short_number(*v))
-                    .light_line_style(WHITE)
-                    .draw()
-                    .map_err(e)?;
-                for s in series {
-                    let color = figure.color(&s.label);
-                    let pts = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite());
-                    chart
-                        .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                        .map_err(e)?
-                        .label(s.label.clone())
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            Panel::Lines { title, x_label, y_label, series, refs, log_y } => {
+                let keep = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!log_y || p.1 > 0.0);
+                let pts: Vec<Vec<(f64, f64)>> =
+                    series.iter().map(|s| s.points.iter().copied().filter(keep).collect()).collect();
+                let refs: Vec<&RefLine> = refs.iter().filter(|r| !log_y || r.y > 0.0).collect();
+                let xr = padded_range(pts.iter().flatten().map(|p| p.0));
+                let ys = pts.iter().flatten().map(|p| p.1).chain(refs.iter().map(|r| r.y));
+                let lines = LinesPanel { figure, title, x_label, y_label, series, pts: &pts, refs: &refs };
+                if *log_y {
+                    lines.draw(&area, xr, padded_log_range(ys).log_scale(), true)?;
+                } else {
+                    lines.draw(&area, xr, padded_range(ys), false)?;
                 }
-                for r in refs {
-                    let (x0, x1) = (chart.x_range().start, chart.x_range().end);
-                    let n = 40;
-                    let dashes = (0..n).step_by(2).map(|k| {
-                        let a = x0 + (x1 - x0) * k as f64 / n as f64;
-                        let b = x0 + (x1 - x0) * (k + 1) as f64 / n as f64;
-                        PathElement::new(vec![(a, r.y), (b, r.y)], BLACK.stroke_width(1))
-                    });
-                    chart
-                        .draw_series(dashes)
-                        .map_err(e)?
-                        .label(r.label.clone())
-                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
-                }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .position(corner)
-                    .label_font(("sans-serif", 12))
-                    .draw()
-                    .map_err(e)?;
             }
             Panel::Bands { title, x_label, y_label, bands } => {
                 let finite = |p: &&(f64, f64, f64, f64)| p.0.is_finite() && p.1.is_finite();
@@ -462,6 +532,35 @@ mod tests {
         assert!(matches!(legend_corner([&diagonal[..]].into_iter(), &x, &y), SeriesLabelPosition::UpperLeft));
         let flat = [(0.0, 0.5), (1.0, 0.5)];
         assert!(matches!(legend_corner([&flat[..]].into_iter(), &x, &y), SeriesLabelPosition::UpperRight));
+    }
+
+    /// A loss from 36 down to 0.4 on a log axis: the padded range holds both ends with the
+    /// same ratio of room on each side, the non-positive points are left out rather than
+    /// failing, and the ticks are short numbers at powers of ten.
+    #[test]
+    fn a_log_axis_spans_the_decades_and_drops_non_positive_values() {
+        register_fonts();
+        let r = padded_log_range([36.0, 0.4, 0.0, -1.0, f64::NAN].into_iter());
+        assert!(r.start > 0.0 && r.start < 0.4 && r.end > 36.0);
+        assert!(((0.4 / r.start).ln() - (r.end / 36.0).ln()).abs() < 1e-12);
+        assert_eq!(padded_log_range(std::iter::empty()), 1.0..10.0);
+        let loss: Vec<(f64, f64)> = (1..=300).map(|e| (e as f64, 0.4 + 36.0 / (e as f64).powi(2))).collect();
+        let series = vec![Series { label: "ce".into(), points: [&[(0.0, 0.0)], &loss[..]].concat() }];
+        let panel = |log: bool| {
+            let p = Panel::lines("CE", "epoch", "nats", series.clone(), vec![RefLine { label: "zero".into(), y: 0.0 }]);
+            let p = if log { p.with_log_y() } else { p };
+            svg(&Figure { caption: "c".into(), labels: vec!["ce".into()], panels: vec![p] }).unwrap()
+        };
+        let (log, linear) = (panel(true), panel(false));
+        let ticks = |svg: &str| -> Vec<String> {
+            svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(|t| t.trim().to_string()).collect()
+        };
+        let (log_ticks, linear_ticks) = (ticks(&log), ticks(&linear));
+        assert!(log_ticks.iter().any(|t| t == "1") && log_ticks.iter().any(|t| t == "10"), "{log_ticks:?}");
+        // The linear axis has no room for a tick at 1 between 0 and 36's round steps.
+        assert!(!linear_ticks.iter().any(|t| t == "1"), "{linear_ticks:?}");
+        // The reference line at 0 cannot sit on a log axis: it is left out, legend and all.
+        assert!(!log_ticks.iter().any(|t| t == "zero") && linear_ticks.iter().any(|t| t == "zero"));
     }
 
     #[test]

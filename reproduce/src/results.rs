@@ -303,6 +303,7 @@ mod tests {
                     y_label: "y".into(),
                     series: vec![Series { label: "a".into(), points: vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 0.5)] }],
                     refs: vec![RefLine { label: "floor".into(), y: 0.2 }],
+                    log_y: false,
                 },
                 Panel::Boxes {
                     title: "boxes".into(),

@@ -158,7 +158,9 @@ fn run(args: Args) -> Result<()> {
                 epochs_to(t, args.threshold)
             );
         }
-        panels.push(Panel::lines(format!("{name}: test cross-entropy"), "epoch", "CE (nats)", ce_series, vec![]));
+        panels.push(
+            Panel::lines(format!("{name}: test cross-entropy"), "epoch", "CE (nats)", ce_series, vec![]).with_log_y(),
+        );
         panels.push(Panel::lines(format!("{name}: test accuracy"), "epoch", "accuracy", acc_series, vec![]));
         per.insert(
             name.clone(),
