@@ -4,9 +4,14 @@
 //! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-candle --example ebm_bench [-- channels batch reps]`
 //! (candle's CPU kernels take their thread count from `RAYON_NUM_THREADS`). Defaults: the
 //! paper's ResNet-64 on 28 × 28, batch 100, 5 timed calls after one warm-up.
+//!
+//! With `EBM_BENCH_DUMP=FILE` it also writes the network's parameters, μ, the batch and our f
+//! and ∇_x f (f64) to FILE as safetensors, so that another implementation of the same
+//! network (`scripts/ebm_peer.py`, PyTorch) can check its values against ours before it is
+//! timed.
 
 use dlp_candle::Device;
-use dlp_candle::candle_core::{DType, utils::get_num_threads};
+use dlp_candle::candle_core::{self as candle_core, DType, Tensor, utils::get_num_threads};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
 use dlp_core::Target;
 use dlp_core::rng::setup_rng;
@@ -42,6 +47,17 @@ fn main() {
         ms[ms.len() / 2]
     };
     let (fwd, both) = (time(false), time(true));
+    if let Ok(path) = std::env::var("EBM_BENCH_DUMP") {
+        model.log_density_grad_batch(&xs, &mut f, &mut g);
+        let dev = &Device::Cpu;
+        let mut out = model.params();
+        let bits: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+        out.insert("x".into(), Tensor::from_vec(bits, (batch, d), dev).expect("x"));
+        out.insert("mu".into(), Tensor::from_vec(model.mu().to_vec(), d, dev).expect("mu"));
+        out.insert("f".into(), Tensor::from_vec(f.clone(), batch, dev).expect("f"));
+        out.insert("grad".into(), Tensor::from_vec(g.clone(), (batch, d), dev).expect("grad"));
+        candle_core::safetensors::save(&out, &path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
     println!(
         "{{\"bench\":\"resnet_ebm\",\"device\":\"cpu\",\"threads\":{},\"channels\":{channels},\"batch\":{batch},\"reps\":{reps},\"energy_ms\":{fwd:.1},\"energy_grad_ms\":{both:.1}}}",
         get_num_threads()

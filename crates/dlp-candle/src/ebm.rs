@@ -278,10 +278,10 @@ impl ResNetEbm {
     }
 }
 
-/// Swish(z) = z·σ(z), from ops that backpropagate (`candle_nn::ops::sigmoid` has a backward
-/// pass; `bert.md` §1).
+/// Swish(z) = z·σ(z) (`layers::swish`: one fused op with a one-pass backward on the CPU,
+/// `candle_nn::ops::sigmoid` times z elsewhere; both backpropagate, `bert.md` §1).
 pub fn swish(z: &Tensor) -> candle_core::Result<Tensor> {
-    z * candle_nn::ops::sigmoid(z)?
+    crate::layers::swish(z)
 }
 
 impl TensorModel for ResNetEbm {

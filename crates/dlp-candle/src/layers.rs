@@ -10,10 +10,13 @@
 //! graph, these functions compute the layer graph-free and return it through [`Layer`], a
 //! custom op whose forward hands back that value and whose backward gives ∂x only when x is
 //! tracked and ∂W only when W is: ∂x of a convolution as one GEMM plus a col2im
-//! ([`conv2d_input_grad`]), ∂W exactly as candle's own backward computes it. Other devices and
-//! graph-free calls take candle's plain op.
+//! ([`conv2d_input_grad`]), ∂W exactly as candle's own backward computes it. A convolution's
+//! value on the CPU is also computed here, tracked or not ([`conv2d_cpu`]: im2col blocks and
+//! one GEMM each, where candle's `conv2d_tiled` multiplies many small tiles). Other devices
+//! take candle's plain ops.
 //!
-//! Written by hand because candle has no switch for either; the sums are candle's own.
+//! Written by hand because candle has no switch for either; the sums are candle's own, in
+//! another order (values agree with candle's to rounding: tests).
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Storage, Tensor};
 
@@ -91,11 +94,42 @@ fn conv2d_kernel_grad(
     if g0 != k0 || g1 != k1 { g.narrow(2, 0, k0)?.narrow(3, 0, k1) } else { Ok(g) }
 }
 
-/// ∂x of y = conv2d(x, W) (dilation 1, one group) given ∂y, as one GEMM and a col2im:
-/// cols[n, p, (c, ky, kx)] = Σ_o ∂y[n, o, p]·W[o, c, ky, kx], then each column entry is added to
-/// the input pixel it was read from. candle 0.11's CPU `conv_transpose2d` (what its own Conv2D
-/// backward calls) is a direct loop of short dot products, several times slower than its
-/// im2col-GEMM forward; this is the same sum in GEMM form.
+/// Column entries per im2col block (4 MiB of f32): a block's columns and GEMM output stay
+/// below glibc's largest mmap threshold, so the buffers are reused from the heap rather than
+/// mapped and page-faulted afresh on every call, while the GEMM stays wide (≥ 1,700 columns on
+/// the Table 1 ResNet).
+const BLOCK_ENTRIES: usize = 1 << 20;
+
+/// y = conv2d(x, W) (dilation 1, one group) on the CPU: for each block of images, their
+/// column matrix ([`Cols::gather`], (C·kh·kw) × (images·ho·wo)) and one GEMM W · cols, whose
+/// (out × images·ho·wo) result is copied into the [N, out, ho, wo] output. candle 0.11's CPU
+/// conv2d (`conv2d_tiled`) builds columns tile by tile and multiplies them in many small GEMMs,
+/// several times slower on the Table 1 ResNet (`examples/ebm_bench.rs`, `paper/table1.md`).
+fn conv2d_cpu(x: &Tensor, w: &Tensor, stride: usize, padding: usize) -> candle_core::Result<Tensor> {
+    conv2d_cpu_blocks(x, w, stride, padding, BLOCK_ENTRIES)
+}
+
+/// [`conv2d_cpu`] with `block` column entries per block (tests use small blocks).
+fn conv2d_cpu_blocks(
+    x: &Tensor,
+    w: &Tensor,
+    stride: usize,
+    padding: usize,
+    block: usize,
+) -> candle_core::Result<Tensor> {
+    let (n, geometry) = Cols::of(x, w, stride, padding)?;
+    match x.dtype() {
+        DType::F32 => geometry.forward::<f32>(x, w, n, block),
+        DType::F64 => geometry.forward::<f64>(x, w, n, block),
+        dt => candle_core::bail!("conv2d: dtype {dt:?} is not supported (f32 or f64)"),
+    }
+}
+
+/// ∂x of y = conv2d(x, W) (dilation 1, one group) given ∂y: per block of images, the column
+/// gradient Wᵀ · ∂y ((C·kh·kw) × (images·ho·wo), one GEMM) added back onto the input pixels
+/// each column entry was read from ([`Cols::scatter`]). candle 0.11's CPU `conv_transpose2d`
+/// (what its own Conv2D backward calls) is a direct loop of short dot products, several times
+/// slower; this is the same sum in GEMM form.
 fn conv2d_input_grad(
     x: &Tensor,
     w: &Tensor,
@@ -103,10 +137,8 @@ fn conv2d_input_grad(
     stride: usize,
     padding: usize,
 ) -> candle_core::Result<Tensor> {
-    let (n, c, h, wd) = x.dims4()?;
-    let (o, c2, kh, kw) = w.dims4()?;
-    let (n2, o2, ho, wo) = grad.dims4()?;
-    if c != c2 || o != o2 || n != n2 {
+    let (n, geometry) = Cols::of(x, w, stride, padding)?;
+    if grad.dims() != [n, w.dim(0)?, geometry.ho, geometry.wo] {
         candle_core::bail!(
             "conv2d input gradient: shapes {:?}, {:?}, {:?} do not agree",
             x.dims(),
@@ -114,24 +146,30 @@ fn conv2d_input_grad(
             grad.dims()
         );
     }
-    let k = c * kh * kw;
-    let cols = grad.reshape((n, o, ho * wo))?.transpose(1, 2)?.contiguous()?.reshape((n * ho * wo, o))?;
-    let cols = cols.matmul(&w.reshape((o, k))?)?; // (n·ho·wo) × (c·kh·kw)
-    let geometry = Col2Im { c, h, w: wd, kh, kw, ho, wo, stride, padding };
-    let dx = match cols.dtype() {
-        DType::F32 => {
-            Tensor::from_vec(geometry.run(&cols.flatten_all()?.to_vec1::<f32>()?, n), (n, c, h, wd), x.device())?
-        }
-        DType::F64 => {
-            Tensor::from_vec(geometry.run(&cols.flatten_all()?.to_vec1::<f64>()?, n), (n, c, h, wd), x.device())?
-        }
+    match grad.dtype() {
+        DType::F32 => geometry.input_grad::<f32>(w, grad, n, BLOCK_ENTRIES),
+        DType::F64 => geometry.input_grad::<f64>(w, grad, n, BLOCK_ENTRIES),
         dt => candle_core::bail!("conv2d input gradient: dtype {dt:?} is not supported (f32 or f64)"),
-    };
-    Ok(dx)
+    }
 }
 
-/// The geometry of a col2im: input c × h × w, kernel kh × kw, output ho × wo.
-struct Col2Im {
+/// `f` of the elements of `t` in row-major order: its own CPU buffer when `t` is contiguous
+/// (no copy: these tensors are up to tens of MB per layer), else a contiguous copy's.
+fn with_slice<T: candle_core::WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> candle_core::Result<R> {
+    let t = t.contiguous()?;
+    let (storage, layout) = t.storage_and_layout();
+    let n = layout.shape().elem_count();
+    match (&*storage, layout.contiguous_offsets()) {
+        (Storage::Cpu(c), Some((start, end))) if end - start == n => Ok(f(&T::cpu_storage_as_slice(c)?[start..end])),
+        _ => candle_core::bail!("conv2d: expected a CPU tensor"),
+    }
+}
+
+/// The geometry of an im2col / col2im: input c × h × w, kernel kh × kw, output ho × wo. A
+/// block's column matrix has one row per kernel entry (c, ky, kx) and one column per output
+/// pixel (image, oy, ox), so that a row is, for each image and output row, a run of input
+/// pixels along x (contiguous at stride 1).
+struct Cols {
     c: usize,
     h: usize,
     w: usize,
@@ -143,41 +181,230 @@ struct Col2Im {
     padding: usize,
 }
 
-impl Col2Im {
-    /// Adds the column matrix (n·ho·wo rows of c·kh·kw) back onto n images of c × h × w. Each
-    /// image is summed by one thread in a fixed order, so the result does not depend on the
-    /// thread count.
-    fn run<T: Copy + Default + std::ops::AddAssign + Send + Sync>(&self, cols: &[T], n: usize) -> Vec<T> {
-        use rayon::prelude::*;
-        let (img, k, rows) = (self.c * self.h * self.w, self.c * self.kh * self.kw, self.ho * self.wo);
-        let mut dx = vec![T::default(); n * img];
-        dx.par_chunks_mut(img.max(1)).zip(cols.par_chunks(rows * k).take(n)).for_each(|(dx, cols)| {
+impl Cols {
+    /// The batch size and geometry of conv2d(x, W), or an error naming the shapes.
+    fn of(x: &Tensor, w: &Tensor, stride: usize, padding: usize) -> candle_core::Result<(usize, Cols)> {
+        let (n, c, h, wd) = x.dims4()?;
+        let (_, c2, kh, kw) = w.dims4()?;
+        if c != c2 || stride == 0 || h + 2 * padding < kh || wd + 2 * padding < kw {
+            candle_core::bail!(
+                "conv2d: input {:?} and kernel {:?} with stride {stride}, padding {padding} do not fit",
+                x.dims(),
+                w.dims()
+            );
+        }
+        let (ho, wo) = ((h + 2 * padding - kh) / stride + 1, (wd + 2 * padding - kw) / stride + 1);
+        Ok((n, Cols { c, h, w: wd, kh, kw, ho, wo, stride, padding }))
+    }
+
+    /// Column entries per image: (c·kh·kw) rows × (ho·wo) output pixels.
+    fn per_image(&self) -> usize {
+        self.c * self.kh * self.kw * self.ho * self.wo
+    }
+
+    /// The output columns ox whose kernel column kx reads inside the image, and the input x of
+    /// the first: ox·stride + kx − padding ∈ [0, w).
+    fn ox_range(&self, kx: usize) -> (std::ops::Range<usize>, usize) {
+        let lo = self.padding.saturating_sub(kx).div_ceil(self.stride);
+        let hi = (self.w + self.padding).saturating_sub(kx).div_ceil(self.stride).min(self.wo);
+        (lo..hi.max(lo), (lo * self.stride + kx).saturating_sub(self.padding))
+    }
+
+    /// Calls `run(row, image, oy, input row y, ox range, first input x)` for every run of
+    /// in-image reads of a block of `nb` images, in a fixed order (row-major over the column
+    /// matrix).
+    #[inline(always)]
+    fn for_each_run(
+        &self,
+        row: usize,
+        nb: usize,
+        mut run: impl FnMut(usize, usize, usize, std::ops::Range<usize>, usize),
+    ) {
+        let (ky, kx) = ((row / self.kw) % self.kh, row % self.kw);
+        let (oxs, x0) = self.ox_range(kx);
+        for b in 0..nb {
             for oy in 0..self.ho {
-                for ox in 0..self.wo {
-                    let row = &cols[(oy * self.wo + ox) * k..][..k];
-                    for ci in 0..self.c {
-                        for ky in 0..self.kh {
-                            // Input row read by this output row and kernel row (padding may
-                            // put it outside the image: those reads were zeros).
-                            let Some(y) = (oy * self.stride + ky).checked_sub(self.padding).filter(|&y| y < self.h)
-                            else {
-                                continue;
-                            };
-                            for kx in 0..self.kw {
-                                let Some(xx) =
-                                    (ox * self.stride + kx).checked_sub(self.padding).filter(|&v| v < self.w)
-                                else {
-                                    continue;
-                                };
-                                dx[(ci * self.h + y) * self.w + xx] += row[(ci * self.kh + ky) * self.kw + kx];
-                            }
-                        }
-                    }
+                // Output rows whose kernel row reads padding contribute zeros.
+                if let Some(y) = (oy * self.stride + ky).checked_sub(self.padding).filter(|&y| y < self.h) {
+                    run(b, oy, y, oxs.clone(), x0);
                 }
             }
-        });
-        dx
+        }
     }
+
+    /// The column matrix ((c·kh·kw) × (nb·ho·wo)) of the `nb` images `x` (each c × h × w),
+    /// zeros where the kernel reads padding; rows in parallel.
+    fn gather<T: candle_core::WithDType>(&self, x: &[T], nb: usize) -> Vec<T> {
+        use rayon::prelude::*;
+        let (p, plane, img) = (self.ho * self.wo, self.h * self.w, self.c * self.h * self.w);
+        let mut cols = vec![T::from_f64(0.0); self.per_image() * nb];
+        cols.par_chunks_mut((nb * p).max(1)).enumerate().for_each(|(row, out)| {
+            let ci = row / (self.kh * self.kw);
+            self.for_each_run(row, nb, |b, oy, y, oxs, x0| {
+                let src = &x[b * img + ci * plane + y * self.w..][..self.w];
+                let dst = &mut out[b * p + oy * self.wo..][..self.wo];
+                if self.stride == 1 {
+                    dst[oxs.clone()].copy_from_slice(&src[x0..x0 + oxs.len()]);
+                } else {
+                    for (d, s) in dst[oxs].iter_mut().zip(src[x0..].iter().step_by(self.stride)) {
+                        *d = *s;
+                    }
+                }
+            });
+        });
+        cols
+    }
+
+    /// Adds the column matrix ((c·kh·kw) × (nb·ho·wo)) back onto the `nb` images `dx`: each
+    /// image by one task, in a fixed order, so the result does not depend on the thread count.
+    fn scatter<T: candle_core::WithDType>(&self, cols: &[T], nb: usize, dx: &mut [T]) {
+        use rayon::prelude::*;
+        let (p, plane, img, rows) =
+            (self.ho * self.wo, self.h * self.w, self.c * self.h * self.w, self.c * self.kh * self.kw);
+        dx.par_chunks_mut(img.max(1)).take(nb).enumerate().for_each(|(b, dx)| {
+            for row in 0..rows {
+                let ci = row / (self.kh * self.kw);
+                let src = &cols[row * nb * p + b * p..][..p];
+                self.for_each_run(row, 1, |_, oy, y, oxs, x0| {
+                    let dst = &mut dx[ci * plane + y * self.w..][..self.w];
+                    let src = &src[oy * self.wo..][..self.wo][oxs];
+                    if self.stride == 1 {
+                        for (d, s) in dst[x0..x0 + src.len()].iter_mut().zip(src) {
+                            *d += *s;
+                        }
+                    } else {
+                        for (d, s) in dst[x0..].iter_mut().step_by(self.stride).zip(src) {
+                            *d += *s;
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// Images per block of at most `block` column entries (at least one).
+    fn images_per_block(&self, n: usize, block: usize) -> usize {
+        (block / self.per_image().max(1)).clamp(1, n.max(1))
+    }
+
+    fn forward<T: candle_core::WithDType>(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        n: usize,
+        block: usize,
+    ) -> candle_core::Result<Tensor> {
+        let (o, k, p, img) = (w.dim(0)?, self.c * self.kh * self.kw, self.ho * self.wo, self.c * self.h * self.w);
+        let (wm, dev) = (w.reshape((o, k))?, x.device());
+        let nb = self.images_per_block(n, block);
+        let mut out = Vec::with_capacity(n * o * p);
+        for i0 in (0..n).step_by(nb) {
+            let m = nb.min(n - i0);
+            let cols = with_slice(x, |xs: &[T]| self.gather(&xs[i0 * img..(i0 + m) * img], m))?;
+            let y = wm.matmul(&Tensor::from_vec(cols, (k, m * p), dev)?)?; // out × (m·ho·wo)
+            with_slice(&y, |y: &[T]| {
+                for b in 0..m {
+                    for oc in 0..o {
+                        out.extend_from_slice(&y[(oc * m + b) * p..][..p]);
+                    }
+                }
+            })?;
+        }
+        Tensor::from_vec(out, (n, o, self.ho, self.wo), dev)
+    }
+
+    fn input_grad<T: candle_core::WithDType>(
+        &self,
+        w: &Tensor,
+        grad: &Tensor,
+        n: usize,
+        block: usize,
+    ) -> candle_core::Result<Tensor> {
+        let (o, k, p, img) = (w.dim(0)?, self.c * self.kh * self.kw, self.ho * self.wo, self.c * self.h * self.w);
+        let (wt, dev) = (w.reshape((o, k))?.t()?, grad.device());
+        let nb = self.images_per_block(n, block);
+        let mut dx = vec![T::from_f64(0.0); n * img];
+        for i0 in (0..n).step_by(nb) {
+            let m = nb.min(n - i0);
+            // ∂y of the block as out × (m·ho·wo).
+            let dy = with_slice(grad, |dys: &[T]| {
+                let mut dy = Vec::with_capacity(o * m * p);
+                for oc in 0..o {
+                    for b in 0..m {
+                        dy.extend_from_slice(&dys[((i0 + b) * o + oc) * p..][..p]);
+                    }
+                }
+                dy
+            })?;
+            let cols = wt.matmul(&Tensor::from_vec(dy, (o, m * p), dev)?)?;
+            with_slice(&cols, |cols: &[T]| self.scatter(cols, m, &mut dx[i0 * img..(i0 + m) * img]))?;
+        }
+        Tensor::from_vec(dx, (n, self.c, self.h, self.w), dev)
+    }
+}
+
+/// `f32_` or `f64_` applied to every element of a contiguous f32/f64 CPU tensor (the forward
+/// of the one-pass elementwise ops here and in `bert`).
+pub(crate) fn map_cpu(
+    storage: &CpuStorage,
+    layout: &Layout,
+    f32_: impl Fn(f32) -> f32,
+    f64_: impl Fn(f64) -> f64,
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    let Some((a, b)) = layout.contiguous_offsets() else {
+        candle_core::bail!("elementwise op: a contiguous input is needed");
+    };
+    let out = match storage {
+        CpuStorage::F32(v) => CpuStorage::F32(v[a..b].iter().map(|&x| f32_(x)).collect()),
+        CpuStorage::F64(v) => CpuStorage::F64(v[a..b].iter().map(|&x| f64_(x)).collect()),
+        _ => candle_core::bail!("elementwise op: f32 or f64 only"),
+    };
+    Ok((out, layout.shape().clone()))
+}
+
+/// Swish(z) = z·σ(z) as one CPU op with a one-pass backward ∂z = ∂y·σ(z)·(1 + z·(1 − σ(z))).
+/// The value is candle's `z * candle_nn::ops::sigmoid(z)` to the bit (same formula,
+/// σ = 1/(e^−z + 1)); that pair's backward builds several full-size tensors per activation,
+/// a visible share of the ResNet energy's input gradient.
+struct Swish;
+
+/// σ(z)·(1 + z·(1 − σ(z))), the derivative of z·σ(z), elementwise (no backward of its own).
+struct SwishDerivative;
+
+impl candle_core::CustomOp1 for Swish {
+    fn name(&self) -> &'static str {
+        "swish"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        map_cpu(s, l, |v| v * ((-v).exp() + 1.0).recip(), |v| v * ((-v).exp() + 1.0).recip())
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        Ok(Some(arg.contiguous()?.apply_op1_no_bwd(&SwishDerivative)?.mul(grad)?))
+    }
+}
+
+impl candle_core::CustomOp1 for SwishDerivative {
+    fn name(&self) -> &'static str {
+        "swish-derivative"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        macro_rules! derivative {
+            ($v:expr) => {{
+                let sig = ((-$v).exp() + 1.0).recip();
+                sig * (1.0 + $v * (1.0 - sig))
+            }};
+        }
+        map_cpu(s, l, |v: f32| derivative!(v), |v: f64| derivative!(v))
+    }
+}
+
+/// Swish(z) = z·σ(z): the fused [`Swish`] op on the CPU, candle's elementary ops (which
+/// backpropagate, `bert.md` §1) elsewhere.
+pub(crate) fn swish(z: &Tensor) -> candle_core::Result<Tensor> {
+    if z.device().is_cpu() { z.contiguous()?.apply_op1(Swish) } else { z * candle_nn::ops::sigmoid(z)? }
 }
 
 /// Whether the layer takes the [`Layer`] op: on the CPU, with x or W in a graph.
@@ -212,8 +439,10 @@ pub(crate) fn conv2d(
     padding: usize,
 ) -> candle_core::Result<Tensor> {
     let y = if custom(x, w) {
-        let y = x.detach().conv2d(&w.detach(), padding, stride, 1, 1)?.contiguous()?;
+        let y = conv2d_cpu(&x.detach(), &w.detach(), stride, padding)?;
         x.apply_op2(w, Layer { y, kind: Kind::Conv2d { padding, stride } })?
+    } else if x.device().is_cpu() {
+        conv2d_cpu(x, w, stride, padding)?
     } else {
         x.conv2d(w, padding, stride, 1, 1)?
     };
@@ -261,12 +490,21 @@ mod tests {
             let g_plain = loss(&plain, &mix).backward().unwrap();
             // Both operands tracked.
             let fast = conv2d(x.as_tensor(), w.as_tensor(), Some(&b), stride, padding).unwrap();
-            assert_eq!(max_diff(&plain, &fast), 0.0, "values, {what}");
+            assert!(max_diff(&plain, &fast) < 1e-12, "values, {what}");
             let g = loss(&fast, &mix).backward().unwrap();
             for (t, name) in [(x.as_tensor(), "input"), (w.as_tensor(), "kernel")] {
                 let d = max_diff(g_plain.get(t).unwrap(), g.get(t).unwrap());
                 assert!(d < 1e-12, "{name} gradients differ by {d}, {what}");
             }
+            // One image per im2col block (the ResNet's layers run in several blocks).
+            let (n, geometry) = Cols::of(x.as_tensor(), w.as_tensor(), stride, padding).unwrap();
+            let blocked = conv2d_cpu_blocks(&x.detach(), &w.detach(), stride, padding, 1).unwrap();
+            let blocked = blocked.broadcast_add(&b.reshape((1, 4, 1, 1)).unwrap()).unwrap();
+            assert!(max_diff(&plain, &blocked) < 1e-12, "values in blocks, {what}");
+            let dy = tensor(plain.elem_count(), plain.dims(), 13);
+            let whole = geometry.input_grad::<f64>(&w.detach(), &dy, n, usize::MAX).unwrap();
+            let blocks = geometry.input_grad::<f64>(&w.detach(), &dy, n, 1).unwrap();
+            assert!(max_diff(&whole, &blocks) < 1e-12, "input gradient in blocks, {what}");
             // Frozen kernel: the input gradient only.
             let fast = conv2d(x.as_tensor(), &w.as_tensor().detach(), Some(&b), stride, padding).unwrap();
             assert!(fast.track_op(), "the output must stay in the graph, {what}");
@@ -278,6 +516,31 @@ mod tests {
             let g = loss(&fast, &mix).backward().unwrap();
             assert!(max_diff(g_plain.get(w.as_tensor()).unwrap(), g.get(w.as_tensor()).unwrap()) < 1e-12, "{what}");
             assert!(g.get(x.as_tensor()).is_none(), "data got a gradient, {what}");
+        }
+    }
+
+    /// The fused Swish has the elementary ops' value to the bit and their gradient to
+    /// rounding, in f64 and f32, also where e^−z overflows or underflows.
+    #[test]
+    fn fused_swish_matches_the_elementary_ops() {
+        let mut v: Vec<f64> = tensor(64, &[64], 11).to_vec1::<f64>().unwrap().iter().map(|x| 8.0 * x).collect();
+        v.extend([0.0, -0.0, 30.0, -30.0, 700.0, -700.0, 800.0, -800.0]);
+        let n = v.len();
+        let mix = tensor(n, &[n], 6);
+        for dtype in [DType::F64, DType::F32] {
+            let z = Var::from_tensor(&Tensor::from_vec(v.clone(), n, &Device::Cpu).unwrap().to_dtype(dtype).unwrap())
+                .unwrap();
+            let plain = (z.as_tensor() * candle_nn::ops::sigmoid(z.as_tensor()).unwrap()).unwrap();
+            let fused = swish(z.as_tensor()).unwrap();
+            let bits = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec1::<f64>().unwrap();
+            assert_eq!(bits(&plain), bits(&fused), "{dtype:?} values");
+            let up = |t: &Tensor| loss(&t.to_dtype(DType::F64).unwrap(), &mix).backward().unwrap();
+            let (g_plain, g_fused) = (up(&plain), up(&fused));
+            let (a, b) = (bits(g_plain.get(z.as_tensor()).unwrap()), bits(g_fused.get(z.as_tensor()).unwrap()));
+            let tol = if dtype == DType::F64 { 1e-15 } else { 1e-6 };
+            for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+                assert!(b.is_finite() && (a - b).abs() <= tol * (1.0 + a.abs()), "{dtype:?} z = {}: {a} vs {b}", v[i]);
+            }
         }
     }
 

@@ -30,7 +30,7 @@ pub use energy::InfillTarget;
 pub use vocab::{Piece, Vocab, VocabKind};
 
 use crate::Error;
-use crate::layers::linear;
+use crate::layers::{linear, map_cpu};
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder};
 use std::collections::HashMap;
@@ -449,24 +449,6 @@ struct GeluErf;
 
 /// Φ(x) + x·φ(x), the derivative of x·Φ(x), applied elementwise (no backward of its own).
 struct GeluErfDerivative;
-
-fn map_cpu(
-    storage: &candle_core::CpuStorage,
-    layout: &candle_core::Layout,
-    f32_: impl Fn(f32) -> f32,
-    f64_: impl Fn(f64) -> f64,
-) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-    use candle_core::CpuStorage as C;
-    let Some((a, b)) = layout.contiguous_offsets() else {
-        candle_core::bail!("gelu: a contiguous input is needed");
-    };
-    let out = match storage {
-        C::F32(v) => C::F32(v[a..b].iter().map(|&x| f32_(x)).collect()),
-        C::F64(v) => C::F64(v[a..b].iter().map(|&x| f64_(x)).collect()),
-        _ => candle_core::bail!("gelu: f32 or f64 only"),
-    };
-    Ok((out, layout.shape().clone()))
-}
 
 impl candle_core::CustomOp1 for GeluErf {
     fn name(&self) -> &'static str {
