@@ -242,6 +242,21 @@ fn legend_corner<'a>(
     }
 }
 
+/// The series' legend in `corner`, the same on every panel.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    corner: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(corner)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(|e| anyhow!("plot: {e:?}"))
+}
+
 /// A [`Panel::Lines`] ready to draw: its curves' plottable points and the reference lines
 /// that fit the axis.
 struct LinesPanel<'a> {
@@ -316,15 +331,7 @@ impl LinesPanel<'_> {
                 .label(r.label.clone())
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(corner)
-            .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(e)?;
-        Ok(())
+        draw_legend(&mut chart, corner)
     }
 }
 
@@ -401,14 +408,7 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                         .label(b.label.clone())
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .position(corner)
-                    .label_font(("sans-serif", 12))
-                    .draw()
-                    .map_err(e)?;
+                draw_legend(&mut chart, corner)?;
             }
             Panel::Boxes { title, y_label, boxes } => {
                 let logs = |b: &BoxStats| b.five.map(|v| v.log10());

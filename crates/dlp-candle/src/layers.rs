@@ -282,11 +282,18 @@ impl Cols {
         });
     }
 
+    /// Output channels, column-matrix rows (c·kh·kw), output pixels and input entries per
+    /// image of a convolution by `w`.
+    fn sizes(&self, w: &Tensor) -> candle_core::Result<(usize, usize, usize, usize)> {
+        Ok((w.dim(0)?, self.c * self.kh * self.kw, self.ho * self.wo, self.c * self.h * self.w))
+    }
+
     /// Images per block of at most `block` column entries (at least one).
     fn images_per_block(&self, n: usize, block: usize) -> usize {
         (block / self.per_image().max(1)).clamp(1, n.max(1))
     }
 
+    /// conv2d(x, W) of the `n` images x, `block` column entries at a time.
     fn forward<T: candle_core::WithDType>(
         &self,
         x: &Tensor,
@@ -294,7 +301,7 @@ impl Cols {
         n: usize,
         block: usize,
     ) -> candle_core::Result<Tensor> {
-        let (o, k, p, img) = (w.dim(0)?, self.c * self.kh * self.kw, self.ho * self.wo, self.c * self.h * self.w);
+        let (o, k, p, img) = self.sizes(w)?;
         let (wm, dev) = (w.reshape((o, k))?, x.device());
         let nb = self.images_per_block(n, block);
         let mut out = Vec::with_capacity(n * o * p);
@@ -313,6 +320,7 @@ impl Cols {
         Tensor::from_vec(out, (n, o, self.ho, self.wo), dev)
     }
 
+    /// ∂x given ∂y (`grad`, [n, out, ho, wo]), `block` column entries at a time.
     fn input_grad<T: candle_core::WithDType>(
         &self,
         w: &Tensor,
@@ -320,7 +328,7 @@ impl Cols {
         n: usize,
         block: usize,
     ) -> candle_core::Result<Tensor> {
-        let (o, k, p, img) = (w.dim(0)?, self.c * self.kh * self.kw, self.ho * self.wo, self.c * self.h * self.w);
+        let (o, k, p, img) = self.sizes(w)?;
         let (wt, dev) = (w.reshape((o, k))?.t()?, grad.device());
         let nb = self.images_per_block(n, block);
         let mut dx = vec![T::from_f64(0.0); n * img];
