@@ -23,6 +23,7 @@ fn main() {
     let dir = PathBuf::from(args.first().cloned().unwrap_or_else(|| "data/cache/antiberty".into()));
     let num = |i: usize, d: usize| args.get(i).map(|a| a.parse().expect("integer argument")).unwrap_or(d);
     let (chains, residues, reps) = (num(1, 25), num(2, 120), num(3, 5).max(1));
+    dlp_candle::keep_freed_buffers(); // as `table3` and `dlp infill` do
     let t = Instant::now();
     let (model, vocab) = BertMlm::load(&dir, &Device::Cpu).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let load_s = t.elapsed().as_secs_f64();

@@ -23,6 +23,8 @@ fn main() {
     let channels = args.first().copied().unwrap_or(64);
     let batch = args.get(1).copied().unwrap_or(100);
     let reps = args.get(2).copied().unwrap_or(5).max(1);
+    // As the binaries that sample and train this model do (`table1`, `dlp`).
+    dlp_candle::keep_freed_buffers();
     let cfg = ResNetConfig { channels, ..ResNetConfig::paper() };
     let d = cfg.d();
     let model = ResNetEbm::new(cfg, &vec![0.13; d], DType::F32, &Device::Cpu, &mut setup_rng(0)).expect("model");
