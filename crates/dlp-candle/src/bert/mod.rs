@@ -447,7 +447,8 @@ pub fn random_weights(cfg: &BertConfig, std: f64, seed: u64, layout: WeightLayou
 /// the energy gradient's cost.
 struct GeluErf;
 
-/// Φ(x) + x·φ(x), the derivative of x·Φ(x), applied elementwise (no backward of its own).
+/// Φ(x) + x·φ(x), the derivative of x·Φ(x), elementwise from x and x·Φ(x) (no backward of
+/// its own).
 struct GeluErfDerivative;
 
 impl candle_core::CustomOp1 for GeluErf {
@@ -470,30 +471,65 @@ impl candle_core::CustomOp1 for GeluErf {
         )
     }
 
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
-        Ok(Some(arg.contiguous()?.apply_op1_no_bwd(&GeluErfDerivative)?.mul(grad)?))
+    fn bwd(&self, arg: &Tensor, res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        Ok(Some(arg.contiguous()?.apply_op2_no_bwd(&res.contiguous()?, &GeluErfDerivative)?.mul(grad)?))
     }
 }
 
-impl candle_core::CustomOp1 for GeluErfDerivative {
+impl candle_core::CustomOp2 for GeluErfDerivative {
     fn name(&self) -> &'static str {
         "gelu-erf-derivative"
     }
 
+    /// Φ(x) + x·φ(x) from x and the forward's y = x·Φ(x): Φ(x) = y / x, so the backward
+    /// evaluates no erf (candle's scalar erf was ≈ 9% of the energy gradient's time). Where
+    /// x is 0 or subnormal (y / x loses its digits) Φ is evaluated directly.
     fn cpu_fwd(
         &self,
-        s: &candle_core::CpuStorage,
-        l: &candle_core::Layout,
+        s1: &candle_core::CpuStorage,
+        l1: &candle_core::Layout,
+        s2: &candle_core::CpuStorage,
+        l2: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as C;
         use candle_core::cpu::erf::{erf_f32, erf_f64};
         const INV_SQRT_2PI_32: f32 = 0.398_942_3;
         const INV_SQRT_2PI_64: f64 = 0.398_942_280_401_432_7;
-        map_cpu(
-            s,
-            l,
-            |v| 0.5 * (1. + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2)) + v * INV_SQRT_2PI_32 * (-0.5 * v * v).exp(),
-            |v| 0.5 * (1. + erf_f64(v * std::f64::consts::FRAC_1_SQRT_2)) + v * INV_SQRT_2PI_64 * (-0.5 * v * v).exp(),
-        )
+        let (Some((a1, b1)), Some((a2, b2))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            candle_core::bail!("gelu derivative: contiguous inputs are needed");
+        };
+        let out = match (s1, s2) {
+            (C::F32(x), C::F32(y)) => C::F32(
+                x[a1..b1]
+                    .iter()
+                    .zip(&y[a2..b2])
+                    .map(|(&v, &y)| {
+                        let phi = if v.is_normal() {
+                            y / v
+                        } else {
+                            0.5 * (1. + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2))
+                        };
+                        phi + v * INV_SQRT_2PI_32 * (-0.5 * v * v).exp()
+                    })
+                    .collect(),
+            ),
+            (C::F64(x), C::F64(y)) => C::F64(
+                x[a1..b1]
+                    .iter()
+                    .zip(&y[a2..b2])
+                    .map(|(&v, &y)| {
+                        let phi = if v.is_normal() {
+                            y / v
+                        } else {
+                            0.5 * (1. + erf_f64(v * std::f64::consts::FRAC_1_SQRT_2))
+                        };
+                        phi + v * INV_SQRT_2PI_64 * (-0.5 * v * v).exp()
+                    })
+                    .collect(),
+            ),
+            _ => candle_core::bail!("gelu derivative: f32 or f64 only, both alike"),
+        };
+        Ok((out, l1.shape().clone()))
     }
 }
 
