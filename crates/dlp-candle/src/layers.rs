@@ -103,8 +103,8 @@ const BLOCK_ENTRIES: usize = 1 << 20;
 /// y = conv2d(x, W) (dilation 1, one group) on the CPU: for each block of images, their
 /// column matrix ([`Cols::gather`], (C·kh·kw) × (images·ho·wo)) and one GEMM W · cols, whose
 /// (out × images·ho·wo) result is copied into the [N, out, ho, wo] output. candle 0.11's CPU
-/// conv2d (`conv2d_tiled`) builds columns tile by tile and multiplies them in many small GEMMs,
-/// several times slower on the Table 1 ResNet (`examples/ebm_bench.rs`, `paper/table1.md`).
+/// conv2d (`conv2d_tiled`) builds columns tile by tile and multiplies them in many small GEMMs:
+/// 1.6–2× slower on the Table 1 ResNet (`examples/ebm_bench.rs`, `paper/table1.md`).
 fn conv2d_cpu(x: &Tensor, w: &Tensor, stride: usize, padding: usize) -> candle_core::Result<Tensor> {
     conv2d_cpu_blocks(x, w, stride, padding, BLOCK_ENTRIES)
 }
