@@ -50,7 +50,7 @@ fn main() {
     };
     let (fwd, both) = (time(false), time(true));
     if let Ok(path) = std::env::var("EBM_BENCH_DUMP") {
-        model.log_density_grad_batch(&xs, &mut f, &mut g);
+        // f and g hold the last timed energy + gradient call's values, of this batch.
         let dev = &Device::Cpu;
         let mut out = model.params();
         let bits: Vec<f32> = xs.iter().map(|&v| v as f32).collect();

@@ -302,12 +302,13 @@ impl Cols {
         block: usize,
     ) -> candle_core::Result<Tensor> {
         let (o, k, p, img) = self.sizes(w)?;
-        let (wm, dev) = (w.reshape((o, k))?, x.device());
+        // Contiguous once: each block below reads its images from x's own buffer.
+        let (x, wm, dev) = (x.contiguous()?, w.reshape((o, k))?, x.device());
         let nb = self.images_per_block(n, block);
         let mut out = Vec::with_capacity(n * o * p);
         for i0 in (0..n).step_by(nb) {
             let m = nb.min(n - i0);
-            let cols = with_slice(x, |xs: &[T]| self.gather(&xs[i0 * img..(i0 + m) * img], m))?;
+            let cols = with_slice(&x, |xs: &[T]| self.gather(&xs[i0 * img..(i0 + m) * img], m))?;
             let y = wm.matmul(&Tensor::from_vec(cols, (k, m * p), dev)?)?; // out × (m·ho·wo)
             with_slice(&y, |y: &[T]| {
                 for b in 0..m {
@@ -329,13 +330,13 @@ impl Cols {
         block: usize,
     ) -> candle_core::Result<Tensor> {
         let (o, k, p, img) = self.sizes(w)?;
-        let (wt, dev) = (w.reshape((o, k))?.t()?, grad.device());
+        let (grad, wt, dev) = (grad.contiguous()?, w.reshape((o, k))?.t()?, grad.device());
         let nb = self.images_per_block(n, block);
         let mut dx = vec![T::from_f64(0.0); n * img];
         for i0 in (0..n).step_by(nb) {
             let m = nb.min(n - i0);
             // ∂y of the block as out × (m·ho·wo).
-            let dy = with_slice(grad, |dys: &[T]| {
+            let dy = with_slice(&grad, |dys: &[T]| {
                 let mut dy = Vec::with_capacity(o * m * p);
                 for oc in 0..o {
                     for b in 0..m {
@@ -368,6 +369,29 @@ pub(crate) fn map_cpu(
         _ => candle_core::bail!("elementwise op: f32 or f64 only"),
     };
     Ok((out, layout.shape().clone()))
+}
+
+/// `f32_` or `f64_` applied to the pairs of elements of two contiguous CPU tensors of the same
+/// shape and dtype (f32 or f64); the result has the first one's shape.
+pub(crate) fn map2_cpu(
+    (s1, l1): (&CpuStorage, &Layout),
+    (s2, l2): (&CpuStorage, &Layout),
+    f32_: impl Fn(f32, f32) -> f32,
+    f64_: impl Fn(f64, f64) -> f64,
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    let (Some((a1, b1)), Some((a2, b2))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+        candle_core::bail!("elementwise op: contiguous inputs are needed");
+    };
+    let out = match (s1, s2) {
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+            CpuStorage::F32(x[a1..b1].iter().zip(&y[a2..b2]).map(|(&x, &y)| f32_(x, y)).collect())
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
+            CpuStorage::F64(x[a1..b1].iter().zip(&y[a2..b2]).map(|(&x, &y)| f64_(x, y)).collect())
+        }
+        _ => candle_core::bail!("elementwise op: f32 or f64 only, both alike"),
+    };
+    Ok((out, l1.shape().clone()))
 }
 
 /// Swish(z) = z·σ(z) as one CPU op with a one-pass backward ∂z = ∂y·σ(z)·(1 + z·(1 − σ(z))).

@@ -30,7 +30,7 @@ pub use energy::InfillTarget;
 pub use vocab::{Piece, Vocab, VocabKind};
 
 use crate::Error;
-use crate::layers::{linear, map_cpu};
+use crate::layers::{linear, map_cpu, map2_cpu};
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder};
 use std::collections::HashMap;
@@ -491,45 +491,21 @@ impl candle_core::CustomOp2 for GeluErfDerivative {
         s2: &candle_core::CpuStorage,
         l2: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        use candle_core::CpuStorage as C;
         use candle_core::cpu::erf::{erf_f32, erf_f64};
-        const INV_SQRT_2PI_32: f32 = 0.398_942_3;
-        const INV_SQRT_2PI_64: f64 = 0.398_942_280_401_432_7;
-        let (Some((a1, b1)), Some((a2, b2))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
-            candle_core::bail!("gelu derivative: contiguous inputs are needed");
-        };
-        let out = match (s1, s2) {
-            (C::F32(x), C::F32(y)) => C::F32(
-                x[a1..b1]
-                    .iter()
-                    .zip(&y[a2..b2])
-                    .map(|(&v, &y)| {
-                        let phi = if v.is_normal() {
-                            y / v
-                        } else {
-                            0.5 * (1. + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2))
-                        };
-                        phi + v * INV_SQRT_2PI_32 * (-0.5 * v * v).exp()
-                    })
-                    .collect(),
-            ),
-            (C::F64(x), C::F64(y)) => C::F64(
-                x[a1..b1]
-                    .iter()
-                    .zip(&y[a2..b2])
-                    .map(|(&v, &y)| {
-                        let phi = if v.is_normal() {
-                            y / v
-                        } else {
-                            0.5 * (1. + erf_f64(v * std::f64::consts::FRAC_1_SQRT_2))
-                        };
-                        phi + v * INV_SQRT_2PI_64 * (-0.5 * v * v).exp()
-                    })
-                    .collect(),
-            ),
-            _ => candle_core::bail!("gelu derivative: f32 or f64 only, both alike"),
-        };
-        Ok((out, l1.shape().clone()))
+        macro_rules! derivative {
+            ($t:ident, $erf:ident, $inv_sqrt_2pi:expr) => {
+                |v: $t, y: $t| {
+                    let phi = if v.is_normal() { y / v } else { 0.5 * (1. + $erf(v * std::$t::consts::FRAC_1_SQRT_2)) };
+                    phi + v * $inv_sqrt_2pi * (-0.5 * v * v).exp()
+                }
+            };
+        }
+        map2_cpu(
+            (s1, l1),
+            (s2, l2),
+            derivative!(f32, erf_f32, 0.398_942_3),
+            derivative!(f64, erf_f64, 0.398_942_280_401_432_7),
+        )
     }
 }
 
