@@ -278,6 +278,91 @@ pub fn backend(precision: &str, device: Option<&str>) -> Result<(Precision, Opti
     Ok((p, device.map(dlp_candle::device).transpose().context("--device")?))
 }
 
+/// The flags `table2` and `table4` share: data sets, network size, protocol, arithmetic,
+/// device and `--resume`.
+#[derive(clap::Args, Debug)]
+pub struct TableArgs {
+    /// Data sets: compas, adult, news, blog (the last two synthetic stand-ins) [default:
+    /// compas; --quick: synthetic].
+    #[arg(long)]
+    pub datasets: Option<String>,
+    /// Hidden units H [code: 100 (default); paper text: 500; --quick: 4].
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    /// Seeds per cell (seed, seed+1, …) [default: 5, 1 with adult; --quick: 2].
+    #[arg(long)]
+    pub seeds: Option<usize>,
+    /// Particles (chains) [default: 50; --quick: 8].
+    #[arg(long)]
+    pub chains: Option<usize>,
+    /// Sampler steps [default: 1000; --quick: 40].
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// Steps between metrics.
+    #[arg(long, default_value_t = 5)]
+    pub every: usize,
+    /// Arithmetic of the network: f32 (the official code's; about half the cost) or f64.
+    #[arg(long, default_value = "f32")]
+    pub precision: String,
+    /// Evaluate the network with candle on this device (`cpu`, `cuda`, `cuda:N`; CUDA needs a
+    /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Continue an interrupted run in the same --out: the (data set, column, seed) cells it
+    /// finished (`cells/`) are read back, the rest run; the files equal an uninterrupted run's.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+/// [`TableArgs`] read: what [`table`] needs besides the columns.
+pub struct TableSetup {
+    /// Data set names, as given.
+    pub names: Vec<String>,
+    /// The run's configuration.
+    pub rc: RunConfig,
+    /// Seeds per cell.
+    pub seeds: usize,
+    /// The candle device (`None`: the native CPU kernel).
+    pub device: Option<Device>,
+}
+
+impl TableArgs {
+    /// Reads and checks the flags (`c`: `--quick`, `--seed`); loads nothing, so a bad flag is
+    /// reported before any data set is read.
+    pub fn setup(&self, c: &crate::CommonArgs) -> Result<TableSetup> {
+        let names: Vec<String> =
+            crate::parse_list(&c.pick(self.datasets.clone(), "compas".into(), "synthetic".into()), "datasets")?;
+        let (precision, device) = backend(&self.precision, self.device.as_deref())?;
+        let rc = RunConfig {
+            hidden: c.pick(self.hidden, HIDDEN_CODE, 4),
+            chains: c.pick(self.chains, 50, 8),
+            steps: c.pick(self.steps, 1000, 40),
+            every: self.every,
+            seed: c.seed,
+            precision,
+        };
+        // Adult costs ~20× COMPAS per step (paper/table2.md, Cost): five seeds would pass
+        // 2 hours on 2 cores, so its default is one seed.
+        let seeds = c.pick(self.seeds, if names.iter().any(|n| n == "adult") { 1 } else { 5 }, 2);
+        if rc.hidden == 0 || rc.chains == 0 || rc.steps == 0 || rc.every == 0 || seeds == 0 || names.is_empty() {
+            bail!("--hidden, --chains, --steps, --every, --seeds must be positive and --datasets non-empty");
+        }
+        Ok(TableSetup { names, rc, seeds, device })
+    }
+
+    /// Starts the run `name` (with `--resume`) and prints each data set's shape and d.
+    pub fn start(&self, name: &str, c: &crate::CommonArgs, datasets: &[BnnData], hidden: usize) -> Result<crate::Run> {
+        let mut run = crate::Run::start(name, c)?;
+        run.resume = self.resume;
+        for d in datasets {
+            let stand_in = if d.stand_in { " (synthetic stand-in)" } else { "" };
+            let (n, p, t, dim) = (d.y_train.len(), d.p, d.y_test.len(), (d.p + 2) * hidden + 1);
+            println!("{name}: {}{stand_in}: {n} train × {p} features, {t} test; d = {dim}", d.name);
+        }
+        Ok(run)
+    }
+}
+
 /// Runs `sampler` (with minibatch `batch` for `sg-*`) from θ₀ ~ Bernoulli(½) on `model` and
 /// returns the metric curve.
 pub fn run(

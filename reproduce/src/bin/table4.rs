@@ -13,8 +13,8 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dlp_reproduce::bnn::{self, Column, HIDDEN_CODE, RunConfig, TABLE4};
-use dlp_reproduce::{CommonArgs, Run, SamplerSpec, parse_list};
+use dlp_reproduce::bnn::{self, Column, TABLE4};
+use dlp_reproduce::{CommonArgs, SamplerSpec, parse_list};
 
 /// Table 4: stochastic DULA on binary BNNs.
 #[derive(Parser, Debug)]
@@ -22,42 +22,14 @@ use dlp_reproduce::{CommonArgs, Run, SamplerSpec, parse_list};
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// Data sets: compas, adult, news, blog (the last two synthetic stand-ins) [default:
-    /// compas; --quick: synthetic].
-    #[arg(long)]
-    datasets: Option<String>,
+    #[command(flatten)]
+    table: bnn::TableArgs,
     /// Minibatch sizes [default: 10,100,500; --quick: 10,50].
     #[arg(long)]
     batch_sizes: Option<String>,
     /// Step size α of DULA and stochastic DULA.
     #[arg(long, default_value_t = 0.1)]
     step_size: f64,
-    /// Hidden units H [code: 100 (default); paper text: 500; --quick: 4].
-    #[arg(long)]
-    hidden: Option<usize>,
-    /// Seeds per cell (seed, seed+1, …) [default: 5, 1 with adult; --quick: 2].
-    #[arg(long)]
-    seeds: Option<usize>,
-    /// Particles (chains) [default: 50; --quick: 8].
-    #[arg(long)]
-    chains: Option<usize>,
-    /// Sampler steps [default: 1000; --quick: 40].
-    #[arg(long)]
-    steps: Option<usize>,
-    /// Steps between metrics.
-    #[arg(long, default_value_t = 5)]
-    every: usize,
-    /// Arithmetic of the network: f32 (the official code's; about half the cost) or f64.
-    #[arg(long, default_value = "f32")]
-    precision: String,
-    /// Evaluate the network with candle on this device (`cpu`, `cuda`, `cuda:N`; CUDA needs a
-    /// build with `--features cuda`) instead of the native CPU kernel (the default, fastest on a CPU).
-    #[arg(long)]
-    device: Option<String>,
-    /// Continue an interrupted run in the same --out: the (data set, column, seed) cells it
-    /// finished (`cells/`) are read back, the rest run; the files equal an uninterrupted run's.
-    #[arg(long)]
-    resume: bool,
 }
 
 fn main() {
@@ -66,25 +38,9 @@ fn main() {
 
 fn run(args: Args) -> Result<()> {
     let c = &args.common;
-    let names: Vec<String> =
-        parse_list(&c.pick(args.datasets.clone(), "compas".into(), "synthetic".into()), "datasets")?;
+    let bnn::TableSetup { names, rc, seeds, device } = args.table.setup(c)?;
     let batches: Vec<usize> =
         parse_list(&c.pick(args.batch_sizes.clone(), "10,100,500".into(), "10,50".into()), "batch-sizes")?;
-    let (precision, device) = bnn::backend(&args.precision, args.device.as_deref())?;
-    let rc = RunConfig {
-        hidden: c.pick(args.hidden, HIDDEN_CODE, 4),
-        chains: c.pick(args.chains, 50, 8),
-        steps: c.pick(args.steps, 1000, 40),
-        every: args.every,
-        seed: c.seed,
-        precision,
-    };
-    // Adult costs ~20× COMPAS per step (paper/table2.md, Cost): five seeds would pass 2 hours
-    // on 2 cores, so its default is one seed.
-    let seeds = c.pick(args.seeds, if names.iter().any(|n| n == "adult") { 1 } else { 5 }, 2);
-    if rc.hidden == 0 || rc.chains == 0 || rc.steps == 0 || rc.every == 0 || seeds == 0 || names.is_empty() {
-        bail!("--hidden, --chains, --steps, --every, --seeds must be positive and --datasets non-empty");
-    }
     let datasets = names.iter().map(|n| bnn::load(n)).collect::<Result<Vec<_>>>()?;
     let n_min = datasets.iter().map(|d| d.y_train.len()).min().unwrap_or(0);
     if let Some(&b) = batches.iter().find(|&&b| b == 0 || b > n_min) {
@@ -100,15 +56,11 @@ fn run(args: Args) -> Result<()> {
         .collect();
     let paper = (args.step_size == 0.1).then_some(3);
     columns.push(Column { label: "full".into(), sampler: SamplerSpec::new("dula", alpha), batch: None, paper });
-    let mut run = Run::start("table4", &args.common)?;
-    run.resume = args.resume;
-    for d in &datasets {
-        let stand_in = if d.stand_in { " (synthetic stand-in)" } else { "" };
-        println!("table4: {}{stand_in}: {} train × {} features, {} test", d.name, d.y_train.len(), d.p, d.y_test.len());
-    }
+    let run = args.table.start("table4", c, &datasets, rc.hidden)?;
     let table = bnn::table(&run, "table4", &datasets, &columns, seeds, &rc, device.as_ref(), &TABLE4)?;
+    let t = &args.table;
     run.finish(&serde_json::json!({"datasets": names, "batch_sizes": batches, "step_size": args.step_size,
         "hidden": rc.hidden, "chains": rc.chains, "steps": rc.steps, "every": rc.every, "seeds": seeds,
-        "precision": args.precision, "device": args.device,
+        "precision": t.precision, "device": t.device,
         "rows": table["rows"].as_array().map(Vec::len)}))
 }
