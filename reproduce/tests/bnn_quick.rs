@@ -113,6 +113,20 @@ fn bad_arguments_are_one_error_line() {
     let o = Command::new(env!("CARGO_BIN_EXE_table2")).args(["--datasets", "mnist"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown data set \"mnist\""));
+    // The flags both tables share (`bnn::TableArgs`) are checked alike, before any output.
+    let dir = tempfile::tempdir().unwrap();
+    for (bin, flag) in [(env!("CARGO_BIN_EXE_table2"), "--hidden"), (env!("CARGO_BIN_EXE_table4"), "--every")] {
+        let out = dir.path().join(flag);
+        let o = Command::new(bin).args(["--quick", flag, "0", "--out"]).arg(&out).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bin} {flag} 0");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.starts_with("error: --hidden, --chains, --steps, --every, --seeds must be positive")
+                && e.lines().count() == 1,
+            "{e}"
+        );
+        assert!(!out.exists(), "{bin} {flag} 0 wrote {}", out.display());
+    }
 }
 
 #[test]
