@@ -19,6 +19,7 @@
 //! another order (values agree with candle's to rounding: tests).
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Storage, Tensor};
+use std::ops::Range;
 
 /// Which layer a [`Layer`] op is, with what its backward needs.
 enum Kind {
@@ -387,56 +388,64 @@ pub(crate) fn map2_cpu(
         candle_core::bail!("elementwise op: {} and {} elements", b1 - a1, b2 - a2);
     }
     let out = match (s1, s2) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
-            let y = &y[a2..b2];
-            CpuStorage::F32(par_map_indexed(b1 - a1, |i, x: &[f32]| f32_(x[i], y[i]), &x[a1..b1]))
-        }
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
-            let y = &y[a2..b2];
-            CpuStorage::F64(par_map_indexed(b1 - a1, |i, x: &[f64]| f64_(x[i], y[i]), &x[a1..b1]))
-        }
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => CpuStorage::F32(par_map2(&x[a1..b1], &y[a2..b2], f32_)),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => CpuStorage::F64(par_map2(&x[a1..b1], &y[a2..b2], f64_)),
         _ => candle_core::bail!("elementwise op: f32 or f64 only, both alike"),
     };
     Ok((out, l1.shape().clone()))
 }
 
-/// `f` of every element of `x`, in order; see [`par_map_indexed`].
-fn par_map<T: Copy + Sync, U: Copy + Send>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    par_map_indexed(x.len(), |i, x: &[T]| f(x[i]), x)
+/// `f` of every element of `x`, in order, split by [`par_chunks`].
+fn par_map<T: Copy + Sync, U: Copy + Default + Send + Sync>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    par_chunks(x.len(), |r, out| {
+        for (o, &v) in out.iter_mut().zip(&x[r]) {
+            *o = f(v);
+        }
+    })
 }
 
-/// Below this many elements the map runs on the calling thread (candle's `PAR_ELEMWISE_MIN`).
+/// `f` of every pair (x_i, y_i) (equal lengths), in order, split by [`par_chunks`].
+fn par_map2<T: Copy + Sync, U: Copy + Default + Send + Sync>(x: &[T], y: &[T], f: impl Fn(T, T) -> U + Sync) -> Vec<U> {
+    par_chunks(x.len(), |r, out| {
+        for ((o, &a), &b) in out.iter_mut().zip(&x[r.clone()]).zip(&y[r]) {
+            *o = f(a, b);
+        }
+    })
+}
+
+/// Below this many elements the work runs on the calling thread (candle's `PAR_ELEMWISE_MIN`).
 const PAR_MIN: usize = 64 * 1024;
 /// Elements per unit of work handed to a worker (candle's `PAR_ELEMWISE_CHUNK`).
 const PAR_CHUNK: usize = 16 * 1024;
 
-/// `[f(0, x), …, f(n − 1, x)]`, computed over candle's CPU worker pool
-/// (`candle_core::utils::barrier_pool`, the pool and chunk sizes candle's own elementwise ops
-/// use, so `CANDLE_NUM_THREADS` and `one_candle_thread_per_chain` govern it alike). Each output
-/// depends on its index only, so the values do not depend on the split (test
+/// A vector of `n` outputs whose consecutive ranges `r` are filled by `fill(r, &mut out[r])`,
+/// over candle's CPU worker pool (`candle_core::utils::barrier_pool`, the pool and chunk sizes
+/// candle's own elementwise ops use, so `CANDLE_NUM_THREADS` and
+/// `one_candle_thread_per_chain` govern it alike). Each output must depend on its own inputs
+/// only; then the values do not depend on the split (test
 /// `parallel_maps_equal_the_serial_ones`). Hand-written because candle's parallel unary map is
 /// private to its CPU backend; GELU's erf in `bert` ran on one core of two without it.
-fn par_map_indexed<T: Sync, U: Copy + Send>(n: usize, f: impl Fn(usize, &[T]) -> U + Sync, x: &[T]) -> Vec<U> {
+pub(crate) fn par_chunks<U: Copy + Default + Send + Sync>(
+    n: usize,
+    fill: impl Fn(Range<usize>, &mut [U]) + Sync,
+) -> Vec<U> {
+    let mut out = vec![U::default(); n];
     if n < PAR_MIN {
-        return (0..n).map(|i| f(i, x)).collect();
+        fill(0..n, &mut out);
+        return out;
     }
-    let mut out: Vec<U> = Vec::with_capacity(n);
-    // The address as an integer: a raw pointer is not `Sync`, and each unit writes a range
-    // of its own.
+    // The address as an integer: a raw pointer is not `Sync`; each unit takes a range of its own.
     let base = out.as_mut_ptr() as usize;
     candle_core::utils::barrier_pool().execute_chunked(n.div_ceil(PAR_CHUNK), |units| {
         for unit in units {
-            let (lo, hi) = (unit * PAR_CHUNK, n.min((unit + 1) * PAR_CHUNK));
-            for i in lo..hi {
-                // SAFETY: i < n = the capacity, and the units' ranges are disjoint, so every
-                // slot is written exactly once and by one thread.
-                unsafe { (base as *mut U).add(i).write(f(i, x)) };
-            }
+            let r = unit * PAR_CHUNK..n.min((unit + 1) * PAR_CHUNK);
+            // SAFETY: r lies inside the initialised `out`, which outlives this call
+            // (`execute_chunked` returns when every unit has run), and the units' ranges are
+            // disjoint, so no two threads hold the same elements.
+            let part = unsafe { std::slice::from_raw_parts_mut((base as *mut U).add(r.start), r.len()) };
+            fill(r, part);
         }
     });
-    // SAFETY: `execute_chunked` returns after every unit 0..⌈n/PAR_CHUNK⌉ ran, which wrote
-    // all n slots.
-    unsafe { out.set_len(n) };
     out
 }
 
