@@ -463,9 +463,12 @@ impl candle_core::CustomOp1 for GeluErf {
         l: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
         use candle_core::cpu::erf::erf_f64;
-        // The formulas of candle's `gelu_erf`, so that values are identical; f32 (the
+        // The formulas of candle's `gelu_erf`, so that values are identical: f32 (the
         // checkpoints' dtype) by the vectorised `gelu::gelu_slice`, equal to it bit for bit.
-        if let (candle_core::CpuStorage::F32(v), Some((a, b))) = (s, l.contiguous_offsets()) {
+        if let candle_core::CpuStorage::F32(v) = s {
+            let Some((a, b)) = l.contiguous_offsets() else {
+                candle_core::bail!("gelu-erf: a contiguous input is needed");
+            };
             let v = &v[a..b];
             let out = par_chunks(v.len(), |r, out| gelu::gelu_slice(&v[r], out, gelu::Width::Best));
             return Ok((candle_core::CpuStorage::F32(out), l.shape().clone()));
@@ -473,7 +476,7 @@ impl candle_core::CustomOp1 for GeluErf {
         map_cpu(
             s,
             l,
-            |v| (candle_core::cpu::erf::erf_f32(v * std::f32::consts::FRAC_1_SQRT_2) + 1.) * 0.5 * v,
+            |_| unreachable!("f32 takes the slice path above"),
             |v| (erf_f64(v * std::f64::consts::FRAC_1_SQRT_2) + 1.) * 0.5 * v,
         )
     }
