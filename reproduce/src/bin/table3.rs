@@ -125,7 +125,8 @@ fn run(args: Args) -> Result<()> {
         let (alpha, tried) =
             infill::tune_step_size(&run, m, pilot, &grid, &pilot_proto, c.seed, &|k| pilot_bar.inc(k as u64))?;
         pilot_bar.finish_and_clear();
-        println!("table3: {}: pilot accepted changes per step {tried:?} → α = {alpha}", m.name);
+        let shown: Vec<String> = tried.iter().map(|(a, c)| format!("α = {a}: {c:.3}")).collect();
+        println!("table3: {}: pilot accepted changes per step {} → α = {alpha}", m.name, shown.join(", "));
         let edge = grid::warn_if_at_edge(&format!("table3: {}", m.name), "α", alpha, &grid, "--alpha-grid");
         let bar = run.progress((samplers.len() * examples.len() * proto.chains * proto.steps) as u64, &m.name);
         let (mut rows, mut series) = (vec![], vec![]);
