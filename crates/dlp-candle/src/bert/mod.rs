@@ -31,7 +31,7 @@ pub use energy::InfillTarget;
 pub use vocab::{Piece, Vocab, VocabKind};
 
 use crate::Error;
-use crate::layers::{linear, map_cpu, map2_cpu, par_chunks};
+use crate::layers::{linear, map_cpu, map3_cpu, par_chunks};
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder};
 use std::collections::HashMap;
@@ -448,8 +448,9 @@ pub fn random_weights(cfg: &BertConfig, std: f64, seed: u64, layout: WeightLayou
 /// the energy gradient's cost.
 struct GeluErf;
 
-/// Φ(x) + x·φ(x), the derivative of x·Φ(x), elementwise from x and x·Φ(x) (no backward of
-/// its own).
+/// ∂y·(Φ(x) + x·φ(x)), the derivative of x·Φ(x) times the incoming gradient, elementwise from
+/// x, x·Φ(x) and ∂y in one pass (the same roundings as the derivative followed by candle's
+/// `mul`; no backward of its own).
 struct GeluErfDerivative;
 
 impl candle_core::CustomOp1 for GeluErf {
@@ -482,37 +483,40 @@ impl candle_core::CustomOp1 for GeluErf {
     }
 
     fn bwd(&self, arg: &Tensor, res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
-        Ok(Some(arg.contiguous()?.apply_op2_no_bwd(&res.contiguous()?, &GeluErfDerivative)?.mul(grad)?))
+        Ok(Some(arg.contiguous()?.apply_op3_no_bwd(&res.contiguous()?, &grad.contiguous()?, &GeluErfDerivative)?))
     }
 }
 
-impl candle_core::CustomOp2 for GeluErfDerivative {
+impl candle_core::CustomOp3 for GeluErfDerivative {
     fn name(&self) -> &'static str {
         "gelu-erf-derivative"
     }
 
-    /// Φ(x) + x·φ(x) from x and the forward's y = x·Φ(x): Φ(x) = y / x, so the backward
-    /// evaluates no erf (candle's scalar erf was ≈ 9% of the energy gradient's time). Where
-    /// x is 0 or subnormal (y / x loses its digits) Φ is evaluated directly.
+    /// ∂y·(Φ(x) + x·φ(x)) from x, the forward's y = x·Φ(x) and ∂y: Φ(x) = y / x, so the
+    /// backward evaluates no erf (candle's scalar erf was ≈ 9% of the energy gradient's time).
+    /// Where x is 0 or subnormal (y / x loses its digits) Φ is evaluated directly.
     fn cpu_fwd(
         &self,
         s1: &candle_core::CpuStorage,
         l1: &candle_core::Layout,
         s2: &candle_core::CpuStorage,
         l2: &candle_core::Layout,
+        s3: &candle_core::CpuStorage,
+        l3: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
         use candle_core::cpu::erf::{erf_f32, erf_f64};
         macro_rules! derivative {
             ($t:ident, $erf:ident, $inv_sqrt_2pi:expr) => {
-                |v: $t, y: $t| {
+                |v: $t, y: $t, g: $t| {
                     let phi = if v.is_normal() { y / v } else { 0.5 * (1. + $erf(v * std::$t::consts::FRAC_1_SQRT_2)) };
-                    phi + v * $inv_sqrt_2pi * (-0.5 * v * v).exp()
+                    (phi + v * $inv_sqrt_2pi * (-0.5 * v * v).exp()) * g
                 }
             };
         }
-        map2_cpu(
+        map3_cpu(
             (s1, l1),
             (s2, l2),
+            (s3, l3),
             derivative!(f32, erf_f32, 0.398_942_3),
             derivative!(f64, erf_f64, 0.398_942_280_401_432_7),
         )
