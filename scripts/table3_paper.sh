@@ -17,16 +17,8 @@
 # protocols.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=results/table3-paper
-keep=paper/runs/table3-paper/cells
 [ -f data/cache/antiberty/config.json ] || bash data/fetch.sh antiberty
 [ -f data/cache/antibodies.tsv ] || bash data/fetch.sh antibodies
-mkdir -p "$out/cells" "$keep"
-cp -n "$keep"/*.json "$out/cells/" 2>/dev/null || true
-cargo build --release --quiet -p dlp-reproduce --bin table3
-save() { cp -u "$out"/cells/*.json "$keep"/ 2>/dev/null || true; }
-( while sleep 60; do save; done ) &
-saver=$!
-trap 'kill $saver 2>/dev/null || true; save' EXIT
-DLP_PROGRESS_SECS=${DLP_PROGRESS_SECS:-60} "${CARGO_TARGET_DIR:-target}/release/table3" --scale paper \
-    --models antiberty --alpha-grid 1,3,10,30,100 --samplers dmala,dula,gwg,gibbs --resume --out "$out" "$@"
+DLP_PROGRESS_SECS=${DLP_PROGRESS_SECS:-60} exec bash scripts/in_pieces.sh paper/runs/table3-paper/cells \
+    results/table3-paper table3 --scale paper --models antiberty --alpha-grid 1,3,10,30,100 \
+    --samplers dmala,dula,gwg,gibbs "$@"
