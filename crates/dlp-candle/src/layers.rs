@@ -362,12 +362,10 @@ pub(crate) fn map_cpu(
     f32_: impl Fn(f32) -> f32 + Sync,
     f64_: impl Fn(f64) -> f64 + Sync,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
-    let Some((a, b)) = layout.contiguous_offsets() else {
-        candle_core::bail!("elementwise op: a contiguous input is needed");
-    };
+    let [r] = equal_ranges([layout])?;
     let out = match storage {
-        CpuStorage::F32(v) => CpuStorage::F32(par_map(&v[a..b], f32_)),
-        CpuStorage::F64(v) => CpuStorage::F64(par_map(&v[a..b], f64_)),
+        CpuStorage::F32(v) => CpuStorage::F32(par_map(&v[r], f32_)),
+        CpuStorage::F64(v) => CpuStorage::F64(par_map(&v[r], f64_)),
         _ => candle_core::bail!("elementwise op: f32 or f64 only"),
     };
     Ok((out, layout.shape().clone()))
@@ -381,15 +379,10 @@ pub(crate) fn map2_cpu(
     f32_: impl Fn(f32, f32) -> f32 + Sync,
     f64_: impl Fn(f64, f64) -> f64 + Sync,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
-    let (Some((a1, b1)), Some((a2, b2))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
-        candle_core::bail!("elementwise op: contiguous inputs are needed");
-    };
-    if b1 - a1 != b2 - a2 {
-        candle_core::bail!("elementwise op: {} and {} elements", b1 - a1, b2 - a2);
-    }
+    let [r1, r2] = equal_ranges([l1, l2])?;
     let out = match (s1, s2) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => CpuStorage::F32(par_map2(&x[a1..b1], &y[a2..b2], f32_)),
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => CpuStorage::F64(par_map2(&x[a1..b1], &y[a2..b2], f64_)),
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => CpuStorage::F32(par_map2(&x[r1], &y[r2], f32_)),
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => CpuStorage::F64(par_map2(&x[r1], &y[r2], f64_)),
         _ => candle_core::bail!("elementwise op: f32 or f64 only, both alike"),
     };
     Ok((out, l1.shape().clone()))
@@ -406,31 +399,43 @@ pub(crate) fn map3_cpu(
     f32_: impl Fn(f32, f32, f32) -> f32 + Sync,
     f64_: impl Fn(f64, f64, f64) -> f64 + Sync,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
-    let (Some((a1, b1)), Some((a2, b2)), Some((a3, b3))) =
-        (l1.contiguous_offsets(), l2.contiguous_offsets(), l3.contiguous_offsets())
-    else {
-        candle_core::bail!("elementwise op: contiguous inputs are needed");
-    };
-    if b1 - a1 != b2 - a2 || b1 - a1 != b3 - a3 {
-        candle_core::bail!("elementwise op: {}, {} and {} elements", b1 - a1, b2 - a2, b3 - a3);
-    }
-    fn map3<T: Copy + Default + Send + Sync>(x: &[T], y: &[T], z: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
-        par_chunks(x.len(), |r, out| {
-            for (((o, &a), &b), &c) in out.iter_mut().zip(&x[r.clone()]).zip(&y[r.clone()]).zip(&z[r]) {
-                *o = f(a, b, c);
-            }
-        })
-    }
+    let [r1, r2, r3] = equal_ranges([l1, l2, l3])?;
     let out = match (s1, s2, s3) {
         (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(z)) => {
-            CpuStorage::F32(map3(&x[a1..b1], &y[a2..b2], &z[a3..b3], f32_))
+            CpuStorage::F32(par_map3(&x[r1], &y[r2], &z[r3], f32_))
         }
         (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(z)) => {
-            CpuStorage::F64(map3(&x[a1..b1], &y[a2..b2], &z[a3..b3], f64_))
+            CpuStorage::F64(par_map3(&x[r1], &y[r2], &z[r3], f64_))
         }
         _ => candle_core::bail!("elementwise op: f32 or f64 only, all alike"),
     };
     Ok((out, l1.shape().clone()))
+}
+
+/// The element ranges of contiguous layouts holding equally many elements (the inputs of one
+/// elementwise op), or the error saying which condition failed.
+fn equal_ranges<const K: usize>(layouts: [&Layout; K]) -> candle_core::Result<[Range<usize>; K]> {
+    let mut ranges: [Range<usize>; K] = std::array::from_fn(|_| 0..0);
+    for (r, l) in ranges.iter_mut().zip(layouts) {
+        let Some((a, b)) = l.contiguous_offsets() else {
+            candle_core::bail!("elementwise op: contiguous inputs are needed");
+        };
+        *r = a..b;
+    }
+    if ranges.iter().any(|r| r.len() != ranges[0].len()) {
+        let counts: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+        candle_core::bail!("elementwise op: inputs of {counts:?} elements");
+    }
+    Ok(ranges)
+}
+
+/// `f` of every triple (x_i, y_i, z_i) (equal lengths), in order, split by [`par_chunks`].
+fn par_map3<T: Copy + Default + Send + Sync>(x: &[T], y: &[T], z: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
+    par_chunks(x.len(), |r, out| {
+        for (((o, &a), &b), &c) in out.iter_mut().zip(&x[r.clone()]).zip(&y[r.clone()]).zip(&z[r]) {
+            *o = f(a, b, c);
+        }
+    })
 }
 
 /// `f` of every element of `x`, in order, split by [`par_chunks`].
@@ -551,22 +556,23 @@ fn custom(x: &Tensor, w: &Tensor) -> bool {
 pub(crate) fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
     // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
     if custom(x, w) {
-        let (fixed, b) = split_bias(b);
+        let (fixed, tracked) = split_bias(b);
         let mut y = x.detach().matmul(&w.detach().t()?)?;
         if let Some(c) = fixed {
             y = y.broadcast_add(c)?;
         }
         let y = x.apply_op2(w, Layer { y: y.contiguous()?, kind: Kind::Linear })?;
-        return add_bias(y, b, |b| Ok(b.clone()));
+        return add_bias(y, tracked);
     }
-    add_bias(x.matmul(&w.t()?)?, b, |b| Ok(b.clone()))
+    add_bias(x.matmul(&w.t()?)?, b)
 }
 
 /// A bias outside the graph (a checkpoint's) is added graph-free, inside the [`Layer`] value:
 /// the same sum in the same order, but candle's backward of a `broadcast_add` would fill and
 /// add an [N, out] gradient for the untracked bias and one more for its other operand (page
 /// faults of AntiBERTy's energy gradient −31%, the Table 1 ResNet's gradient 8–11% faster;
-/// `paper/performance.md`). A tracked bias (training) stays a graph node.
+/// `paper/performance.md`). A tracked bias (training) stays a graph node. Returns (the bias
+/// to add graph-free, the bias to add as a node).
 fn split_bias(b: Option<&Tensor>) -> (Option<&Tensor>, Option<&Tensor>) {
     match b {
         Some(b) if !b.track_op() => (Some(b), None),
@@ -574,14 +580,10 @@ fn split_bias(b: Option<&Tensor>) -> (Option<&Tensor>, Option<&Tensor>) {
     }
 }
 
-/// y + b broadcast over rows, b reshaped by `shape` first; y when there is no bias.
-fn add_bias(
-    y: Tensor,
-    b: Option<&Tensor>,
-    shape: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
-) -> candle_core::Result<Tensor> {
+/// y + b broadcast over y's leading dimensions; y when there is no bias.
+fn add_bias(y: Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
     match b {
-        Some(b) => y.broadcast_add(&shape(b)?),
+        Some(b) => y.broadcast_add(b),
         None => Ok(y),
     }
 }
@@ -595,18 +597,20 @@ pub(crate) fn conv2d(
     stride: usize,
     padding: usize,
 ) -> candle_core::Result<Tensor> {
-    let per_channel = |b: &Tensor| b.reshape((1, (), 1, 1));
+    // [1, out, 1, 1], so that it broadcasts over images and pixels (a reshape keeps a tracked
+    // bias tracked and an untracked one untracked).
+    let b = b.map(|b| b.reshape((1, (), 1, 1))).transpose()?;
     if custom(x, w) {
-        let (fixed, b) = split_bias(b);
+        let (fixed, tracked) = split_bias(b.as_ref());
         let mut y = conv2d_cpu(&x.detach(), &w.detach(), stride, padding)?;
         if let Some(c) = fixed {
-            y = y.broadcast_add(&per_channel(c)?)?.contiguous()?;
+            y = y.broadcast_add(c)?;
         }
         let y = x.apply_op2(w, Layer { y, kind: Kind::Conv2d { padding, stride } })?;
-        return add_bias(y, b, per_channel);
+        return add_bias(y, tracked);
     }
     let y = if x.device().is_cpu() { conv2d_cpu(x, w, stride, padding)? } else { x.conv2d(w, padding, stride, 1, 1)? };
-    add_bias(y, b, per_channel)
+    add_bias(y, b.as_ref())
 }
 
 #[cfg(test)]
