@@ -5,11 +5,15 @@
 //! gradient's share is gradient / step and CoRV's overhead is corv-* / sgld-mirror − 1, all
 //! measured in the same run. `cargo bench -p dlp-samplers --bench bounded_nmf`. On a shared,
 //! noisy host `examples/corv_overhead.rs` gives steadier ratios (all samplers interleaved).
+//! `transform_kernel_256` times the CoRV update's transform alone: (θ, F′, f″/f′) of one block
+//! of 256 coordinates (in L1) by `Transform::forward_jac_slice`, per transform; divide by 256
+//! for the time per coordinate.
 
 #[path = "common/nmf.rs"]
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlp_core::transform::Transform;
 use dlp_core::{Batch, ContinuousTarget, StepInfo, chain_rngs};
 use std::time::Duration;
 
@@ -41,5 +45,20 @@ fn nmf(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, nmf);
+fn kernels(c: &mut Criterion) {
+    const N: usize = 256;
+    // φ over [−3, 1): θ from 0.05 to 3 for the half-line transforms, the NMF entries' range.
+    let phi: Vec<f64> = (0..N).map(|i| -3.0 + 4.0 * i as f64 / N as f64).collect();
+    let (mut f, mut d, mut l) = ([0.0; N], [0.0; N], [0.0; N]);
+    let mut g = c.benchmark_group("transform_kernel_256");
+    g.sample_size(30).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
+    for t in [Transform::Exp, Transform::Softplus, Transform::Sigmoid, Transform::Icll] {
+        g.bench_function(t.name(), |b| {
+            b.iter(|| t.forward_jac_slice(0.0, 1.0, std::hint::black_box(&phi), &mut f, &mut d, &mut l))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, nmf, kernels);
 criterion_main!(benches);

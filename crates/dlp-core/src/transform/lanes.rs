@@ -61,7 +61,12 @@ fn exp_parts(x: f64) -> (f64, f64, f64) {
 /// −745.2, ∞ above ln(f64::MAX).
 #[inline(always)]
 pub(super) fn exp(x: f64) -> f64 {
-    let (y, ..) = exp_parts(x);
+    exp_from(x, exp_parts(x))
+}
+
+/// [`exp`] from `parts = exp_parts(x)` (shared with [`exp_m1_from`] where both are needed).
+#[inline(always)]
+fn exp_from(x: f64, (y, ..): (f64, f64, f64)) -> f64 {
     if x > 709.782_712_893_384 {
         f64::INFINITY
     } else if x < -745.2 {
@@ -78,8 +83,14 @@ pub(super) fn exp(x: f64) -> f64 {
 /// reach it), so no cancellation for small x (n = 0: the polynomial itself) nor for moderate x
 /// (where e^x − 1 would lose the bits of e^x below 1).
 #[inline(always)]
+#[cfg(test)]
 pub(super) fn exp_m1(x: f64) -> f64 {
-    let (y, pm1, s) = exp_parts(x);
+    exp_m1_from(x, exp_parts(x))
+}
+
+/// [`exp_m1`] from `parts = exp_parts(x)`.
+#[inline(always)]
+fn exp_m1_from(x: f64, (y, pm1, s): (f64, f64, f64)) -> f64 {
     if x > 709.782_712_893_384 {
         f64::INFINITY
     } else if x < -40.0 {
@@ -141,19 +152,19 @@ pub(super) fn icll(phi: f64, u: f64, table: &IcllTable) -> f64 {
     }
 }
 
-/// ICLL on φ ∈ [−18, 6.6) (`Transform::forward_jac` uses other forms outside): one e^φ and
-/// one expm1(−u) for f′ = −expm1(−u) and, while u < ln 2, f″/f′ = u e^{−u}/f′ with
-/// e^{−u} = 1 + expm1(−u) ∈ (½, 1] (no cancellation). Above ln 2 that sum cancels (at u = 33
-/// it keeps two digits of e^{−u} ≈ 5e−15), so f″/f′ is u/expm1(u) there.
+/// ICLL on φ ∈ [−18, 6.6) (`Transform::forward_jac` uses other forms outside): u = e^φ, then
+/// e^{−u} and expm1(−u) from one reduction of −u (both without cancellation), f′ = −expm1(−u)
+/// and f″/f′ = u e^{−u}/f′ (= u/expm1(u)); one division. An earlier form took e^{−u} as
+/// 1 + expm1(−u), which cancels above u = ln 2, and so needed a third exponential, expm1(u),
+/// there; evaluated branch-free on every lane, that third exponential was a third of the kernel.
+/// Where e^{−u} underflows (u > ln f64::MAX: f″/f′ < 1e−305) the separate form's u/expm1(u) is
+/// u/∞ = 0, and so is this.
 #[inline(always)]
 pub(super) fn icll_jac(phi: f64, table: &IcllTable) -> (f64, f64, f64) {
     let u = exp(phi);
-    let em = exp_m1(-u);
-    // One division for both forms (numerator and denominator selected first).
-    let small = u < std::f64::consts::LN_2;
-    let num = if small { u * (1.0 + em) } else { u };
-    let den = if small { -em } else { exp_m1(u) };
-    let l = num / den;
+    let parts = exp_parts(-u);
+    let (e, em) = (exp_from(-u, parts), exp_m1_from(-u, parts));
+    let l = if u > 709.782_712_893_384 { 0.0 } else { u * e / -em };
     (icll(phi, u, table), -em, l)
 }
 
