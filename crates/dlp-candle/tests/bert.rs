@@ -277,3 +277,48 @@ fn frozen_and_trainable_weights_give_the_same_energy_gradient() {
     assert!(diff(&g1, &g2) < 1e-12);
     assert!(g1.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap() > 0.1);
 }
+
+/// The energy's last layer computes only the masked rows (`BertMlm::hidden_at`); f and ∂f/∂X
+/// must equal those of the whole forward (every row's logits from `logits_from_embeddings`,
+/// then the masked rows picked), in f64 to rounding. Masked sets at the sequence's start, end
+/// and middle, one slot and all slots.
+#[test]
+fn masked_rows_only_last_layer_equals_the_whole_forward() {
+    let (v, s, b) = (40, 7, 3);
+    let cfg = config(v, 16, 3, 2, 32);
+    let m = model(&cfg, random_weights(&cfg, 0.3, 61, WeightLayout { gamma_beta: false, tied: false }), DType::F64);
+    let ids = random_ids(62, b, s, v);
+    let ids_t = Tensor::from_vec(ids.clone(), (b, s), &Device::Cpu).unwrap();
+    for masked in [vec![0usize, 1, 2], vec![6], vec![2, 5], (0..s).collect::<Vec<_>>()] {
+        // The whole forward, by hand: X one-hot → E = X·W_word → every logit → f at the masked rows.
+        let x = Var::from_tensor(&one_hot(&ids, b, s, v, DType::F64)).unwrap();
+        let e = x.as_tensor().reshape((b * s, v)).unwrap().matmul(m.word_embeddings()).unwrap();
+        let logits = m.logits_from_embeddings(&e.reshape((b, s, cfg.hidden_size)).unwrap()).unwrap();
+        let logp = candle_nn::ops::log_softmax(&logits, candle_core::D::Minus1).unwrap();
+        let sel: Vec<f64> = (0..b * s).map(|r| if masked.contains(&(r % s)) { 1.0 } else { 0.0 }).collect();
+        let sel = Tensor::from_vec(sel, (b, s, 1), &Device::Cpu).unwrap();
+        let f_all = (x.as_tensor() * logp).unwrap().broadcast_mul(&sel).unwrap().sum((1, 2)).unwrap();
+        let g_all = f_all.sum_all().unwrap().backward().unwrap().get(x.as_tensor()).unwrap().to_vec3::<f64>().unwrap();
+        let f_all = f_all.to_vec1::<f64>().unwrap();
+
+        let (f, g) = m.energy_grad(&ids_t, &masked).unwrap();
+        let (f, g) = (f.to_vec1::<f64>().unwrap(), g.to_vec3::<f64>().unwrap());
+        for r in 0..b {
+            assert!(
+                (f[r] - f_all[r]).abs() < 1e-10 * f_all[r].abs().max(1.0),
+                "masked {masked:?} row {r}: f {} vs {}",
+                f[r],
+                f_all[r]
+            );
+            for (j, &i) in masked.iter().enumerate() {
+                for c in 0..v {
+                    let (a, w) = (g[r][j][c], g_all[r][i][c]);
+                    assert!(
+                        (a - w).abs() < 1e-10 * w.abs().max(1.0),
+                        "masked {masked:?} row {r} pos {i} token {c}: {a} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -17,21 +17,10 @@ use dlp_core::Space;
 use std::sync::Arc;
 
 impl BertMlm {
-    /// Indices b·S + i of the masked rows of a [B, S] batch (row-major), as a u32 tensor.
-    fn masked_rows(&self, b: usize, s: usize, masked: &[usize]) -> candle_core::Result<Tensor> {
-        let rows: Vec<u32> = (0..b).flat_map(|r| masked.iter().map(move |&i| (r * s + i) as u32)).collect();
-        Tensor::from_vec(rows, b * masked.len(), self.device())
-    }
-
     /// log softmax of the logits at the masked rows, [B·|M|, V], from the embeddings [B, S, H].
     fn masked_logp(&self, e: &Tensor, masked: &[usize]) -> candle_core::Result<Tensor> {
-        let (b, s, _) = e.dims3()?;
-        if let Some(&i) = masked.iter().find(|&&i| i >= s) {
-            candle_core::bail!("masked position {i} is outside a sequence of {s} tokens");
-        }
-        let x = self.hidden(e)?;
-        // The head only on the masked rows: the energy needs no other logits.
-        let rows = x.index_select(&self.masked_rows(b, s, masked)?, 0)?;
+        // The encoder and the head only on the masked rows: the energy needs no other logits.
+        let rows = self.hidden_at(e, Some(masked))?;
         candle_nn::ops::log_softmax(&self.head(&rows)?, D::Minus1)
     }
 
@@ -40,7 +29,7 @@ impl BertMlm {
         let run = || -> candle_core::Result<Tensor> {
             let (b, s) = ids.dims2()?;
             let logp = self.masked_logp(&self.embed(ids)?, masked)?;
-            let tok = ids.flatten_all()?.index_select(&self.masked_rows(b, s, masked)?, 0)?;
+            let tok = ids.flatten_all()?.index_select(&self.rows_at(b, s, masked)?, 0)?;
             logp.gather(&tok.unsqueeze(1)?, 1)?.reshape((b, masked.len()))?.sum(1)
         };
         run().map_err(|e| self.err(e))
@@ -54,7 +43,7 @@ impl BertMlm {
             let m = masked.len();
             let e = Var::from_tensor(&self.embed(ids)?.detach())?;
             let logp = self.masked_logp(e.as_tensor(), masked)?;
-            let rows = self.masked_rows(b, s, masked)?;
+            let rows = self.rows_at(b, s, masked)?;
             let tok = ids.flatten_all()?.index_select(&rows, 0)?;
             let f = logp.gather(&tok.unsqueeze(1)?, 1)?.reshape((b, m))?.sum(1)?;
             let grads = f.sum_all()?.backward()?;
@@ -77,7 +66,7 @@ impl BertMlm {
             let (b, s, v) = x.dims3()?;
             let e = x.reshape((b * s, v))?.matmul(&self.word)?.reshape((b, s, self.cfg.hidden_size))?;
             let logp = self.masked_logp(&e, masked)?;
-            let xm = x.reshape((b * s, v))?.index_select(&self.masked_rows(b, s, masked)?, 0)?;
+            let xm = x.reshape((b * s, v))?.index_select(&self.rows_at(b, s, masked)?, 0)?;
             (xm * logp)?.reshape((b, masked.len() * v))?.sum(1)
         };
         run().map_err(|e| self.err(e))

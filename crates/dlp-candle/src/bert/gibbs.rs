@@ -38,10 +38,8 @@ impl InfillTarget {
         let run = || -> candle_core::Result<Vec<f64>> {
             let ids = Tensor::from_vec(flat, (n, s), dev)?;
             let e = model.embed(&ids)?;
-            let h = model.hidden(&e)?;
-            let rows: Vec<u32> = (0..n).map(|r| (r * s + self.masked()[j]) as u32).collect();
-            let rows = Tensor::from_vec(rows, n, dev)?;
-            let logits = model.head(&h.index_select(&rows, 0)?)?;
+            // Row j of every sequence, the last layer computing only that row.
+            let logits = model.head(&model.hidden_at(&e, Some(&[self.masked()[j]]))?)?;
             let allowed = Tensor::from_vec(self.allowed().to_vec(), self.allowed().len(), dev)?;
             let p = candle_nn::ops::softmax(&logits.index_select(&allowed, 1)?.to_dtype(DType::F64)?, D::Minus1)?;
             p.flatten_all()?.to_vec1::<f64>()
@@ -52,7 +50,6 @@ impl InfillTarget {
     /// The state every chain starts from: at each masked slot, BERT's most likely allowed
     /// token with every masked slot `[MASK]` (one forward pass; ties to the lower id).
     pub fn argmax_init(&self, mask_id: u32) -> Result<Vec<u32>, Error> {
-        let d = self.masked().len();
         let model = self.model();
         let dev = model.device();
         let mut ids = self.base().to_vec();
@@ -61,9 +58,8 @@ impl InfillTarget {
         }
         let run = || -> candle_core::Result<Vec<u32>> {
             let s = ids.len();
-            let h = model.hidden(&model.embed(&Tensor::from_vec(ids, (1, s), dev)?)?)?;
-            let rows: Vec<u32> = self.masked().iter().map(|&i| i as u32).collect();
-            let logits = model.head(&h.index_select(&Tensor::from_vec(rows, d, dev)?, 0)?)?;
+            let e = model.embed(&Tensor::from_vec(ids, (1, s), dev)?)?;
+            let logits = model.head(&model.hidden_at(&e, Some(self.masked()))?)?;
             let allowed = Tensor::from_vec(self.allowed().to_vec(), self.allowed().len(), dev)?;
             let l = logits.index_select(&allowed, 1)?.to_dtype(DType::F64)?.to_vec2::<f64>()?;
             Ok(l.iter()

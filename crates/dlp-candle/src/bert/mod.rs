@@ -339,6 +339,26 @@ impl BertMlm {
 
     /// The encoder's output [B·S, H] from the word embeddings [B, S, H].
     pub(crate) fn hidden(&self, e: &Tensor) -> candle_core::Result<Tensor> {
+        self.hidden_at(e, None)
+    }
+
+    /// Indices b·S + i of the rows at positions `at` of every sequence of a [B, S] batch
+    /// (sequence-major), as a u32 tensor.
+    fn rows_at(&self, b: usize, s: usize, at: &[usize]) -> candle_core::Result<Tensor> {
+        let rows: Vec<u32> = (0..b).flat_map(|r| at.iter().map(move |&i| (r * s + i) as u32)).collect();
+        Tensor::from_vec(rows, b * at.len(), self.device())
+    }
+
+    /// The encoder's output from the word embeddings [B, S, H]: every row ([B·S, H]) when `at`
+    /// is `None`, else only the rows at positions `at` of each sequence ([B·|at|, H],
+    /// sequence-major: the rows [`BertMlm::rows_at`] names), the same values as selecting them
+    /// from the whole output. The last layer computes only those rows: its keys and values
+    /// still come from every position, but its queries, attention, output projection,
+    /// feed-forward block and LayerNorms from the kept rows alone, since no other row of the
+    /// last layer reaches them. The infilling energy and the Gibbs conditionals need only the
+    /// masked rows (a quarter of a protein sequence; one row for a Gibbs conditional), so this
+    /// saves most of one layer of the forward and of its backward.
+    pub(crate) fn hidden_at(&self, e: &Tensor, at: Option<&[usize]>) -> candle_core::Result<Tensor> {
         let (b, s, h) = e.dims3()?;
         if s > self.cfg.max_position_embeddings {
             candle_core::bail!(
@@ -346,24 +366,37 @@ impl BertMlm {
                 self.cfg.max_position_embeddings
             );
         }
+        if let Some(&i) = at.and_then(|at| at.iter().find(|&&i| i >= s)) {
+            candle_core::bail!("position {i} is outside a sequence of {s} tokens");
+        }
         let nh = self.cfg.num_attention_heads;
         let dh = h / nh;
         let x = e.broadcast_add(&self.pos.narrow(0, 0, s)?)?.broadcast_add(&self.typ.get(0)?)?;
         let mut x = self.emb_ln.forward(&x)?.reshape((b * s, h))?;
         let scale = 1.0 / (dh as f64).sqrt();
-        let heads = |t: Tensor| t.reshape((b, s, nh, dh))?.transpose(1, 2)?.contiguous();
-        for l in &self.layers {
-            let q = heads(l.q.forward(&x)?)?;
-            let k = heads(l.k.forward(&x)?)?;
-            let v = heads(l.v.forward(&x)?)?;
+        let heads = |t: Tensor, m: usize| t.reshape((b, m, nh, dh))?.transpose(1, 2)?.contiguous();
+        let last = self.layers.len().saturating_sub(1);
+        for (n, l) in self.layers.iter().enumerate() {
+            // The query rows: the kept ones in the last layer, every row before it.
+            let (xq, m) = match at {
+                Some(at) if n == last => (x.index_select(&self.rows_at(b, s, at)?, 0)?, at.len()),
+                _ => (x.clone(), s),
+            };
+            let q = heads(l.q.forward(&xq)?, m)?;
+            let k = heads(l.k.forward(&x)?, s)?;
+            let v = heads(l.v.forward(&x)?, s)?;
             let scores = (q.matmul(&k.t()?)? * scale)?;
             let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
-            let ctx = p.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((b * s, h))?;
-            let a = l.attn_ln.forward(&(l.attn_out.forward(&ctx)? + &x)?)?;
+            let ctx = p.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((b * m, h))?;
+            let a = l.attn_ln.forward(&(l.attn_out.forward(&ctx)? + &xq)?)?;
             let i = self.act(&l.inter.forward(&a)?)?;
             x = l.out_ln.forward(&(l.out.forward(&i)? + &a)?)?;
         }
-        Ok(x)
+        match at {
+            // No layer to cut (a 0-layer config): select from the embeddings' output.
+            Some(at) if self.layers.is_empty() => x.index_select(&self.rows_at(b, s, at)?, 0),
+            _ => Ok(x),
+        }
     }
 
     /// The prediction head on hidden rows [N, H] → logits [N, V].
