@@ -556,28 +556,25 @@ fn custom(x: &Tensor, w: &Tensor) -> bool {
 pub(crate) fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
     // `t()` each call, not a stored transposed copy: a trainable Var is updated in place.
     if custom(x, w) {
-        let (fixed, tracked) = split_bias(b);
-        let mut y = x.detach().matmul(&w.detach().t()?)?;
-        if let Some(c) = fixed {
-            y = y.broadcast_add(c)?;
-        }
-        let y = x.apply_op2(w, Layer { y: y.contiguous()?, kind: Kind::Linear })?;
-        return add_bias(y, tracked);
+        let y = x.detach().matmul(&w.detach().t()?)?;
+        return layer_node(x, w, y, Kind::Linear, b);
     }
     add_bias(x.matmul(&w.t()?)?, b)
 }
 
-/// A bias outside the graph (a checkpoint's) is added graph-free, inside the [`Layer`] value:
-/// the same sum in the same order, but candle's backward of a `broadcast_add` would fill and
-/// add an [N, out] gradient for the untracked bias and one more for its other operand (page
-/// faults of AntiBERTy's energy gradient −31%, the Table 1 ResNet's gradient 8–11% faster;
-/// `paper/performance.md`). A tracked bias (training) stays a graph node. Returns (the bias
-/// to add graph-free, the bias to add as a node).
-fn split_bias(b: Option<&Tensor>) -> (Option<&Tensor>, Option<&Tensor>) {
-    match b {
-        Some(b) if !b.track_op() => (Some(b), None),
-        b => (None, b),
-    }
+/// The [`Layer`] node of x and W whose value is `y` (the layer's output, computed graph-free
+/// by the caller) plus the bias `b`. A bias outside the graph (a checkpoint's) is added
+/// graph-free, inside the node's value: the same sum in the same order, but candle's backward
+/// of a `broadcast_add` would fill and add an [N, out] gradient for the untracked bias and one
+/// more for its other operand (page faults of AntiBERTy's energy gradient −31%, the Table 1
+/// ResNet's gradient 8–11% faster; `paper/performance.md`). A tracked bias (training) stays a
+/// graph node after the layer's.
+fn layer_node(x: &Tensor, w: &Tensor, y: Tensor, kind: Kind, b: Option<&Tensor>) -> candle_core::Result<Tensor> {
+    let (y, tracked) = match b {
+        Some(c) if !c.track_op() => (y.broadcast_add(c)?, None),
+        b => (y, b),
+    };
+    add_bias(x.apply_op2(w, Layer { y: y.contiguous()?, kind })?, tracked)
 }
 
 /// y + b broadcast over y's leading dimensions; y when there is no bias.
@@ -601,13 +598,8 @@ pub(crate) fn conv2d(
     // bias tracked and an untracked one untracked).
     let b = b.map(|b| b.reshape((1, (), 1, 1))).transpose()?;
     if custom(x, w) {
-        let (fixed, tracked) = split_bias(b.as_ref());
-        let mut y = conv2d_cpu(&x.detach(), &w.detach(), stride, padding)?;
-        if let Some(c) = fixed {
-            y = y.broadcast_add(c)?;
-        }
-        let y = x.apply_op2(w, Layer { y, kind: Kind::Conv2d { padding, stride } })?;
-        return add_bias(y, tracked);
+        let y = conv2d_cpu(&x.detach(), &w.detach(), stride, padding)?;
+        return layer_node(x, w, y, Kind::Conv2d { padding, stride }, b.as_ref());
     }
     let y = if x.device().is_cpu() { conv2d_cpu(x, w, stride, padding)? } else { x.conv2d(w, padding, stride, 1, 1)? };
     add_bias(y, b.as_ref())
