@@ -257,7 +257,7 @@ impl Transform {
             Transform::Sigmoid => lanes::sigmoid_jac(phi),
             Transform::Softplus => lanes::softplus_jac(phi),
             Transform::Exp => lanes::exp_jac(phi),
-            Transform::Icll if ICLL_FUSED.contains(&phi) => lanes::icll_jac(phi, icll_table()),
+            Transform::Icll if ICLL_FUSED.contains(&phi) => lanes::icll_jac(phi),
             t => (t.forward(phi), t.dforward(phi), t.dlog_jac(phi)),
         }
     }
@@ -268,7 +268,7 @@ impl Transform {
     /// long), moved onto (lo, lo + scale) as [`Affine::forward_jac`] does: the CoRV update of
     /// many coordinates sharing one transform. Sigmoid, softplus and exp run one branch-free
     /// loop compiled for AVX-512, AVX2 and baseline x86-64, the widest the CPU has chosen at
-    /// run time, as does ICLL on [−18, 6.6) (its table read by vector gathers); every width gives
+    /// run time, as does ICLL on [−18, 6.6); every width gives
     /// the scalar function's bits exactly (tested). Other transforms, and ICLL outside that
     /// range, take the scalar function.
     pub fn forward_jac_slice(self, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64], l: &mut [f64]) {
@@ -316,50 +316,14 @@ impl Transform {
 /// the separate methods' forms apply (u = e^φ < 1e−8, u > 745).
 const ICLL_FUSED: std::ops::Range<f64> = -18.0..6.6;
 
-use lanes::{ICLL_COEFS, ICLL_LO, ICLL_PIECES, ICLL_WIDTH, IcllTable};
-
-/// ICLL f(φ) by piecewise Chebyshev interpolation of [`icll_exact`] on [−20, 4) (192 pieces of
-/// width 1/8, degree 8; f is entire in φ, so the interpolant matches it to a few ulp, checked
-/// against `icll_exact` on a dense grid in the tests) and the closed tails outside. The series
-/// and continued fraction of `icll_exact` cost 20–100 iterations per call, which made CoRV with
-/// ICLL ~10× slower per NMF iteration than with exp; the table costs one Clenshaw sum.
+/// ICLL f(φ) by the two polynomial forms of `lanes::icll` (u·G(u) below u = 4, φ + γ +
+/// e^{−u}·w·S(w) from there; within 5e−16 relative of 50-digit values, checked against
+/// [`icll_exact`] on a dense grid in the tests), from u = e^φ, e^{−u} and 1/u computed here.
+/// The series and continued fraction of `icll_exact` cost 20–100 iterations per call, which
+/// made CoRV with ICLL ~10× slower per NMF iteration than with exp.
 fn icll(phi: f64) -> f64 {
-    // Only the φ < ICLL_LO tail uses u = e^φ: no exponential elsewhere (Itô calls this per
-    // coordinate and step).
-    let u = if phi < ICLL_LO { phi.exp() } else { 0.0 };
-    lanes::icll(phi, u, icll_table())
-}
-
-/// The Chebyshev coefficients of every piece, computed once from [`icll_exact`] at the
-/// Chebyshev nodes (≈ 3,300 exact evaluations, about a millisecond).
-fn icll_table() -> &'static IcllTable {
-    static TABLE: std::sync::OnceLock<Box<IcllTable>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let n = ICLL_COEFS;
-        let mut table = Box::new([[0.0; ICLL_COEFS]; ICLL_PIECES]);
-        for (k, piece) in table.iter_mut().enumerate() {
-            *piece = {
-                let a = ICLL_LO + k as f64 * ICLL_WIDTH;
-                let nodes: Vec<f64> = (0..n)
-                    .map(|i| {
-                        let x = (PI * (i as f64 + 0.5) / n as f64).cos();
-                        icll_exact(a + 0.5 * ICLL_WIDTH * (x + 1.0))
-                    })
-                    .collect();
-                let mut c = [0.0; ICLL_COEFS];
-                for (j, cj) in c.iter_mut().enumerate() {
-                    let sum: f64 = nodes
-                        .iter()
-                        .enumerate()
-                        .map(|(i, fi)| fi * (PI * j as f64 * (i as f64 + 0.5) / n as f64).cos())
-                        .sum();
-                    *cj = 2.0 * sum / n as f64;
-                }
-                c
-            };
-        }
-        table
-    })
+    let u = lanes::exp(phi);
+    lanes::icll(phi, u, lanes::exp(-u), 1.0 / u)
 }
 
 /// ICLL f(φ) = φ + γ + E₁(u), u = e^φ, summed directly. For u ≤ 1 the series of E₁ makes

@@ -1,7 +1,7 @@
 //! Branch-free e^x, e^x − 1 and log1p, and the fused (f, f′, f″/f′) of the sigmoid, softplus,
-//! exp and ICLL transforms built on them, written so that a loop over a slice vectorises (ICLL's
-//! Chebyshev table by gathers), and that loop compiled three times (AVX-512, AVX2, baseline
-//! x86-64) with the widest chosen at run time.
+//! exp and ICLL transforms built on them, written so that a loop over a slice vectorises, and
+//! that loop compiled three times (AVX-512, AVX2, baseline x86-64) with the widest chosen at run
+//! time.
 //!
 //! Why by hand: a CoRV step on the NMF model updates 2·10⁵ coordinates with one transform each,
 //! and libm's scalar `exp` made that update, not the gradient, the bulk of the step
@@ -105,67 +105,107 @@ fn exp_m1_from(x: f64, (y, pm1, s): (f64, f64, f64)) -> f64 {
     }
 }
 
-/// Below this φ, ICLL is u − u²/4 to double precision (u = e^φ < 2.1e−9: the next term,
-/// u³/18, is < 1e−18 of f).
-pub(super) const ICLL_LO: f64 = -20.0;
-/// From this φ on, ICLL is φ + γ to double precision (E₁(e⁴) ≈ 3e−26 beside f ≥ 4.5).
-pub(super) const ICLL_HI: f64 = 4.0;
-/// Width of one interpolation piece on [ICLL_LO, ICLL_HI).
-pub(super) const ICLL_WIDTH: f64 = 0.125;
-/// Chebyshev coefficients per piece (degree 8). Each coefficient gains ≈ 30× on a piece of
-/// width 1/8; against the direct sum on the test's grid the worst relative error was 7e−14 at
-/// degree 6, and 4.3–4.7e−15 (the direct sum's own rounding) at degrees 7 and 8 as at 16, so
-/// degree 8 keeps one degree of margin. Degree 16 cost twice the table reads per value.
-pub(super) const ICLL_COEFS: usize = 9;
-/// Pieces on [ICLL_LO, ICLL_HI).
-pub(super) const ICLL_PIECES: usize = 192;
-/// The Chebyshev coefficients of every ICLL piece.
-pub(super) type IcllTable = [[f64; ICLL_COEFS]; ICLL_PIECES];
+/// ICLL's two forms meet at u = e^φ = 4: below, f = u·G(u); from there on, f = φ + γ + E₁(u)
+/// with E₁(u) = e^{−u}·w·S(w), w = 1/u (e^{−u} is the kernel's already).
+pub(super) const ICLL_SPLIT: f64 = 4.0;
 
-/// ICLL f(φ) from the piecewise Chebyshev table (`super::icll`'s method) with u = e^φ given,
-/// branch-free: the piece index is clamped so that every lane reads inside the table, and the
-/// closed tails are selected afterwards.
+/// G(u) ≈ Ein(u)/u = Σ_{k≥0} (−u)ᵏ/((k + 1)·(k + 1)!) on [0, 4], degree 16: the series
+/// economised by a least-squares fit at 400 Chebyshev nodes of [0, 4] against 50-digit mpmath
+/// values (`scripts/icll_fit.py`, which also prints S below). Degree 14 left 2e−15 relative error
+/// in f at u = 4; 16 leaves 4e−16 (f64 rounding). Relative accuracy holds down to u → 0, where
+/// f = u·G(0) = u.
+const ICLL_EIN: [f64; 17] = [
+    1.0,
+    -0.249_999_999_999_999_53,
+    0.055_555_555_555_544_31,
+    -0.010_416_666_666_559_016,
+    0.001_666_666_666_123_420_1,
+    -0.000_231_481_479_815_857_88,
+    2.834_466_782_829_332_2e-5,
+    -3.100_193_652_135_370_5e-6,
+    3.061_875_878_276_437e-7,
+    -2.755_367_349_470_380_4e-8,
+    2.275_411_305_783_054e-9,
+    -1.731_013_987_284_796_3e-10,
+    1.207_423_694_980_624_3e-11,
+    -7.525_516_360_856_79e-13,
+    3.917_730_643_513_427e-14,
+    -1.479_703_652_826_15e-15,
+    2.939_084_192_421_601e-17,
+];
+
+/// S(w) ≈ u·e^u·E₁(u) for w = 1/u ∈ (0, 1/4], degree 10: a least-squares fit on w ∈ [1/60, 1/4]
+/// weighted by what f can tell apart (an error δ in S moves f by e^{−u}·w·δ, so the weight is
+/// 1/(f·u·e^u): tight at u = 4, loose beyond u ≈ 15). Worst relative error of f over
+/// u ∈ [4, 800]: 2.6e−16 (E₁ ≤ 0.004 beside f ≥ 1.9 there). S itself is 1 − w + 2w² − … only
+/// asymptotically; the fit is not that series.
+const ICLL_E1: [f64; 11] = [
+    0.999_993_199_261_728_9,
+    -0.999_502_147_485_635_8,
+    1.983_174_409_933_769,
+    -5.648_443_641_609_786,
+    18.835_840_921_162_912,
+    -61.828_468_569_129_34,
+    174.797_836_299_905_98,
+    -384.971_037_861_557_93,
+    601.210_260_675_146,
+    -584.120_156_276_873,
+    263.553_485_119_256_2,
+];
+
+/// Σ c_k x^k for 17 coefficients by Estrin's scheme (independent pairs, then x², x⁴, x⁸, x¹⁶):
+/// a Horner chain of 16 dependent steps waits on latency (see [`exp_parts`]).
 #[inline(always)]
-pub(super) fn icll(phi: f64, u: f64, table: &IcllTable) -> f64 {
-    let pc = phi.clamp(ICLL_LO, ICLL_HI);
-    // Through i32: f64 → i64 has no AVX2/AVX-512F instruction and would leave the loop scalar.
-    let k = ((((pc - ICLL_LO) / ICLL_WIDTH) as i32) as usize).min(ICLL_PIECES - 1);
-    let a = ICLL_LO + k as f64 * ICLL_WIDTH;
-    // t ∈ [−1, 1] on the piece [a, a + width].
-    let t = 2.0 * (pc - a) / ICLL_WIDTH - 1.0;
-    let c = &table[k];
-    let (mut b1, mut b2) = (0.0, 0.0);
-    for j in (1..ICLL_COEFS).rev() {
-        let b0 = c[j] + 2.0 * t * b1 - b2;
-        b2 = b1;
-        b1 = b0;
-    }
-    let mid = 0.5 * c[0] + t * b1 - b2;
-    if phi < ICLL_LO {
-        u - 0.25 * u * u
-    } else if phi >= ICLL_HI {
-        phi + super::EULER_GAMMA
-    } else if phi.is_nan() {
-        phi
-    } else {
-        mid
-    }
+fn estrin17(c: &[f64; 17], x: f64) -> f64 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let x8 = x4 * x4;
+    let a: [f64; 8] = std::array::from_fn(|i| c[2 * i] + c[2 * i + 1] * x);
+    let b = [a[0] + a[1] * x2, a[2] + a[3] * x2, a[4] + a[5] * x2, a[6] + a[7] * x2];
+    let d = [b[0] + b[1] * x4, b[2] + b[3] * x4];
+    (d[0] + d[1] * x8) + c[16] * (x8 * x8)
+}
+
+/// Σ c_k x^k for 11 coefficients by Estrin's scheme.
+#[inline(always)]
+fn estrin11(c: &[f64; 11], x: f64) -> f64 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let a: [f64; 5] = std::array::from_fn(|i| c[2 * i] + c[2 * i + 1] * x);
+    let b = [a[0] + a[1] * x2, a[2] + a[3] * x2, a[4] + c[10] * x2];
+    (b[0] + b[1] * x4) + b[2] * (x4 * x4)
+}
+
+/// ICLL f(φ) = Ein(e^φ) = φ + γ + E₁(e^φ) from u = e^φ, e = e^{−u} and w = 1/u, branch-free
+/// (both forms on every lane, one selected): u·G(u) below [`ICLL_SPLIT`], (φ + γ) + e·w·S(w)
+/// from it. Both polynomials and the selection cost less than the piecewise Chebyshev table
+/// this replaced (192 pieces of degree 8, read by nine vector gathers per value: 40% of the
+/// fused kernel). Exact at both ends: φ → −∞ gives u·G(0) → 0, and once e^{−u} underflows
+/// (u > 745) f is φ + γ, the closed form. NaN for NaN.
+#[inline(always)]
+pub(super) fn icll(phi: f64, u: f64, e: f64, w: f64) -> f64 {
+    let small = u * estrin17(&ICLL_EIN, u);
+    let large = (phi + super::EULER_GAMMA) + (e * w) * estrin11(&ICLL_E1, w);
+    if u < ICLL_SPLIT { small } else { large }
 }
 
 /// ICLL on φ ∈ [−18, 6.6) (`Transform::forward_jac` uses other forms outside): u = e^φ, then
 /// e^{−u} and expm1(−u) from one reduction of −u (both without cancellation), f′ = −expm1(−u)
-/// and f″/f′ = u e^{−u}/f′ (= u/expm1(u)); one division. An earlier form took e^{−u} as
-/// 1 + expm1(−u), which cancels above u = ln 2, and so needed a third exponential, expm1(u),
-/// there; evaluated branch-free on every lane, that third exponential was a third of the kernel.
-/// Where e^{−u} underflows (u > ln f64::MAX: f″/f′ < 1e−305) the separate form's u/expm1(u) is
-/// u/∞ = 0, and so is this.
+/// and f″/f′ = u e^{−u}/f′ (= u/expm1(u)). One division gives both quotients the kernel needs,
+/// r = 1/(u·f′): w = 1/u = f′·r for f's large-u form and f″/f′ = (u·e^{−u})·(u·r) (a vector
+/// divide retires no faster per lane than a scalar one, see [`softplus_jac`]). An earlier form
+/// took e^{−u} as 1 + expm1(−u), which cancels above u = ln 2, and so needed a third
+/// exponential, expm1(u), there. Where e^{−u} underflows (u > ln f64::MAX: f″/f′ < 1e−305)
+/// the separate form's u/expm1(u) is u/∞ = 0, and so is this.
 #[inline(always)]
-pub(super) fn icll_jac(phi: f64, table: &IcllTable) -> (f64, f64, f64) {
+pub(super) fn icll_jac(phi: f64) -> (f64, f64, f64) {
     let u = exp(phi);
     let parts = exp_parts(-u);
     let (e, em) = (exp_from(-u, parts), exp_m1_from(-u, parts));
-    let l = if u > 709.782_712_893_384 { 0.0 } else { u * e / -em };
-    (icll(phi, u, table), -em, l)
+    let d = -em;
+    let r = 1.0 / (u * d);
+    let l = if u > 709.782_712_893_384 { 0.0 } else { (u * e) * (u * r) };
+    (icll(phi, u, e, d * r), d, l)
 }
 
 /// fdlibm's `__ieee754_log` polynomial: log(1 + f) − f + f²/2 − s(f²/2 + R) = 0 to 2⁻⁵⁸ for
@@ -286,10 +326,7 @@ fn fill(map: Map, lo: f64, scale: f64, phi: &[f64], f: &mut [f64], d: &mut [f64]
         Map::Sigmoid => run!(x => sigmoid_jac(x)),
         Map::Softplus => run!(x => softplus_jac(x)),
         Map::Exp => run!(x => exp_jac(x)),
-        Map::Icll => {
-            let table = super::icll_table();
-            run!(x => icll_jac(x, table))
-        }
+        Map::Icll => run!(x => icll_jac(x)),
     }
 }
 

@@ -212,22 +212,24 @@ fn icll_inverse_over_the_half_line() {
     assert_eq!(Transform::Icll.inverse(0.0), f64::NEG_INFINITY);
 }
 
-/// The tabulated ICLL (piecewise Chebyshev) equals the direct series / continued fraction on a
-/// dense grid over [−21, 5] — every piece, its boundaries and both closed tails — to 1e−14
-/// relative. Both sides carry rounding error: against 40-digit mpmath values the direct sum is
-/// off by up to ≈ 2.4e−15 just above u = 1 (its continued fraction) and the table by ≈ 3e−15
-/// (its coefficients are sums of 9 rounded products), so the bound is ~45 ulp, not zero; a
-/// wrong node, coefficient or piece index gives errors of 1e−6 or more. The last lines check
-/// the table against those mpmath values directly.
+/// ICLL's polynomial forms equal the direct series / continued fraction on a dense grid over
+/// [−21, 7] — both forms, the switch at u = 4 from either side, the ends — to 5e−15 relative.
+/// Both sides carry rounding error: against 40-digit mpmath values the direct sum is off by up
+/// to ≈ 2.4e−15 just above u = 1 (its continued fraction) and the polynomials by ≈ 6e−16, so the
+/// bound is ~20 ulp, not zero; a wrong coefficient, a swapped form or the switch on the wrong
+/// side gives errors of 1e−9 or more (the forms' truncation error outside their ranges). The
+/// last lines check the polynomials against those mpmath values directly, to 7 ulp.
 // mpmath's values are kept as printed (18 digits).
 #[allow(clippy::excessive_precision)]
 #[test]
-fn tabulated_icll_matches_the_direct_sum() {
+fn polynomial_icll_matches_the_direct_sum() {
     let mut worst: (f64, f64) = (0.0, 0.0);
     let n = 2_000_000;
+    let split = super::lanes::ICLL_SPLIT.ln();
     for i in 0..=n {
-        let phi = -21.0 + 26.0 * i as f64 / n as f64;
-        for phi in [phi, super::ICLL_LO + (phi + 21.0).floor() * 0.125] {
+        let phi = -21.0 + 28.0 * i as f64 / n as f64;
+        let near_split = split + (phi + 7.0) * 1e-9;
+        for phi in [phi, near_split] {
             let (fast, exact) = (super::icll(phi), super::icll_exact(phi));
             let rel = (fast - exact).abs() / exact;
             if rel > worst.0 {
@@ -235,21 +237,27 @@ fn tabulated_icll_matches_the_direct_sum() {
             }
         }
     }
-    assert!(worst.0 < 1e-14, "worst relative error {:.2e} at φ = {}", worst.0, worst.1);
-    // φ + γ + E₁(e^φ) by mpmath 1.3 at 40 digits.
+    assert!(worst.0 < 5e-15, "worst relative error {:.2e} at φ = {}", worst.0, worst.1);
+    // φ + γ + E₁(e^φ) by mpmath 1.3 at 40 digits; the fifth and sixth straddle u = 4.
     for (phi, truth) in [
+        (-19.9, 2.27792703990812983e-9),
         (-5.3, 0.00498537180749366522),
         (-0.5, 0.525673262818494344),
         (0.023223000000001548, 0.811378530668885151),
+        (1.3862943611198906, 1.96728937843127237),
+        (1.3862943611198908, 1.96728937843127256),
         (0.5, 1.15761228079806624),
         (1.7, 2.27787625049844881),
+        (2.4, 2.97721703045339718),
         (3.1, 3.67721566491141499),
     ] {
-        assert!(close(super::icll(phi), truth, 5e-15), "icll({phi}) = {} vs {truth}", super::icll(phi));
+        let got = super::icll(phi);
+        assert!(close(got, truth, 7.0 * f64::EPSILON), "icll({phi}) = {got} vs {truth}");
     }
     assert!(super::icll(f64::NAN).is_nan());
     assert_eq!(super::icll(f64::NEG_INFINITY), 0.0);
     assert_eq!(super::icll(f64::INFINITY), f64::INFINITY);
+    assert_eq!(super::icll(800.0), 800.0 + super::EULER_GAMMA);
 }
 
 /// ulp distance between two finite doubles of the same sign (0 when equal).
