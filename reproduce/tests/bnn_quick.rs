@@ -60,6 +60,16 @@ fn table4_quick_writes_every_file_and_is_thread_independent() {
 }
 
 #[test]
+fn table4_can_leave_out_the_full_batch_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run(env!("CARGO_BIN_EXE_table4"), &dir.path().join("a"), &["--no-full"]);
+    let got: Vec<&str> = s["rows"].as_array().unwrap().iter().map(|r| r["column"].as_str().unwrap()).collect();
+    assert_eq!(got, ["B=10", "B=50"]);
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("a/meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["config"]["full_batch_column"], false, "{meta}");
+}
+
+#[test]
 fn an_interrupted_table_resumes_from_its_cells() {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_table2");
