@@ -318,12 +318,15 @@ const ICLL_FUSED: std::ops::Range<f64> = -18.0..6.6;
 
 /// ICLL f(φ) by the two polynomial forms of `lanes::icll` (u·G(u) below u = 4, φ + γ +
 /// e^{−u}·w·S(w) from there; within 5.3e−16 relative of 50-digit values, checked against
-/// [`icll_exact`] on a dense grid in the tests), from u = e^φ, e^{−u} and 1/u computed here.
+/// [`icll_exact`] on a dense grid in the tests), from u = e^φ, and e^{−u} and 1/u where used.
 /// The series and continued fraction of `icll_exact` cost 20–100 iterations per call, which
 /// made CoRV with ICLL ~10× slower per NMF iteration than with exp.
 fn icll(phi: f64) -> f64 {
     let u = lanes::exp(phi);
-    lanes::icll(phi, u, lanes::exp(-u), 1.0 / u)
+    // Below the switch the small-u form is selected and e^{−u}, 1/u are unused: one scalar
+    // exponential and a division saved per call (Itô calls this per coordinate and step).
+    let (e, w) = if u < lanes::ICLL_SPLIT { (0.0, 0.0) } else { (lanes::exp(-u), 1.0 / u) };
+    lanes::icll(phi, u, e, w)
 }
 
 /// ICLL f(φ) = φ + γ + E₁(u), u = e^φ, summed directly. For u ≤ 1 the series of E₁ makes
