@@ -263,6 +263,8 @@ pub struct CellResult {
     pub std_err: f64,
     /// ESS of the final weights.
     pub ess: f64,
+    /// The final AIS's log-weight of every chain (their spread is what the ESS summarises).
+    pub log_weights: Vec<f64>,
     /// mean log p̃ over the test images.
     pub test_mean_f: f64,
     /// Test log-likelihood mean log p̃ − log Ẑ.
@@ -458,6 +460,7 @@ pub fn run_cell(
         log_z: est.log_z,
         std_err: est.std_err,
         ess: est.ess,
+        log_weights: est.log_weights.clone(),
         test_mean_f,
         test_ll: test_mean_f - est.log_z,
         train_seconds,
@@ -466,7 +469,7 @@ pub fn run_cell(
     })
 }
 
-/// Writes `curves.csv`, `evals.csv`, `ais.csv`, `table1.{svg,png}` and `summary.json` (the
+/// Writes `curves.csv`, `evals.csv`, `ais.csv`, `ais_weights.csv` (every chain's final log-weight), `table1.{svg,png}` and `summary.json` (the
 /// paper's Table 1 beside our rows) for the finished `cells` (`sampler_names`: their registry
 /// names, for the paper's column).
 pub fn write_results(
@@ -530,6 +533,16 @@ pub fn write_results(
         })
         .collect();
     run.write_csv("ais.csv", "dataset,sampler,log_z,std_err,ess,test_mean_log_p,test_ll", &ais_rows)?;
+    let weight_rows: Vec<Vec<String>> = cells
+        .iter()
+        .flat_map(|c| {
+            c.log_weights
+                .iter()
+                .enumerate()
+                .map(|(j, w)| vec![c.dataset.clone(), c.sampler.clone(), j.to_string(), f(*w)])
+        })
+        .collect();
+    run.write_csv("ais_weights.csv", "dataset,sampler,chain,log_w", &weight_rows)?;
 
     let labels: Vec<String> = cells.iter().map(|c| format!("{} {}", c.dataset, c.sampler)).collect();
     let series = |y: &dyn Fn(&CellResult) -> Vec<(f64, f64)>| -> Vec<Series> {

@@ -32,7 +32,16 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
     let straight = tempfile::tempdir().unwrap();
     let o = table1(straight.path(), &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for f in ["curves.csv", "evals.csv", "ais.csv", "summary.json", "table1.svg", "table1.png", "meta.json"] {
+    for f in [
+        "curves.csv",
+        "evals.csv",
+        "ais.csv",
+        "ais_weights.csv",
+        "summary.json",
+        "table1.svg",
+        "table1.png",
+        "meta.json",
+    ] {
         assert!(straight.path().join(f).is_file(), "missing {f}");
     }
     assert_eq!(&std::fs::read(straight.path().join("fig9_dynamic_dmala.png")).unwrap()[..4], b"\x89PNG");
@@ -46,6 +55,15 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
     let test_ll = row["test_ll"].as_f64().unwrap();
     let parts = row["test_mean_log_p"].as_f64().unwrap() - row["log_z"].as_f64().unwrap();
     assert!((test_ll - parts).abs() < 1e-9, "test LL = mean log p̃ − log Ẑ");
+    // The per-chain log-weights are the ones log Ẑ was made of: log Ẑ = logsumexp(log w) − log n.
+    let log_w: Vec<f64> = rows_without(&straight.path().join("ais_weights.csv"), &[])
+        .iter()
+        .map(|r| r.last().unwrap().parse().unwrap())
+        .collect();
+    assert!(log_w.len() >= 2, "one log-weight per chain: {log_w:?}");
+    let top = log_w.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let lse = top + log_w.iter().map(|w| (w - top).exp()).sum::<f64>().ln();
+    assert!((lse - (log_w.len() as f64).ln() - row["log_z"].as_f64().unwrap()).abs() < 1e-9);
     assert_eq!(rows_without(&straight.path().join("curves.csv"), &[]).len(), 4, "one row per iteration");
     assert_eq!(rows_without(&straight.path().join("evals.csv"), &[]).len(), 2, "validation AIS at 2 and 4");
 
@@ -56,7 +74,8 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
     let o = table1(resumed.path(), &["--resume"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("resumed at iteration 2"));
-    for (f, skip) in [("curves.csv", &["seconds"][..]), ("evals.csv", &[]), ("ais.csv", &[])] {
+    for (f, skip) in [("curves.csv", &["seconds"][..]), ("evals.csv", &[]), ("ais.csv", &[]), ("ais_weights.csv", &[])]
+    {
         let (a, b) = (rows_without(&straight.path().join(f), skip), rows_without(&resumed.path().join(f), skip));
         // Rows before the interruption come back through the run's history JSON, read with
         // serde_json's `float_roundtrip` (exact; its default parser moved last bits): equal.

@@ -18,7 +18,7 @@
 //! default: at 784 sites a Gibbs-1 step changes one pixel, and the paper's own Gibbs rows are
 //! far behind (−117/−121); `--samplers gibbs` runs it.
 //!
-//! Files: `results/table1/{curves.csv, evals.csv, ais.csv, summary.json, table1.{svg,png},
+//! Files: `results/table1/{curves.csv, evals.csv, ais.csv, ais_weights.csv, summary.json, table1.{svg,png},
 //! fig9_<data>_<sampler>.png, meta.json}` and `checkpoints/` (safetensors; `--resume` continues
 //! an interrupted run from them).
 
