@@ -469,9 +469,9 @@ pub fn run_cell(
     })
 }
 
-/// Writes `curves.csv`, `evals.csv`, `ais.csv`, `ais_weights.csv` (every chain's final log-weight), `table1.{svg,png}` and `summary.json` (the
-/// paper's Table 1 beside our rows) for the finished `cells` (`sampler_names`: their registry
-/// names, for the paper's column).
+/// Writes `curves.csv`, `evals.csv`, `ais.csv`, `ais_weights.csv` (every chain's final
+/// log-weight), `table1.{svg,png}` and `summary.json` (the paper's Table 1 beside our rows) for
+/// the finished `cells` (`sampler_names`: their registry names, for the paper's column).
 pub fn write_results(
     run: &Run,
     proto: &Protocol,
