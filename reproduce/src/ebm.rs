@@ -265,6 +265,8 @@ pub struct CellResult {
     pub ess: f64,
     /// The final AIS's log-weight of every chain (their spread is what the ESS summarises).
     pub log_weights: Vec<f64>,
+    /// The final AIS kernel's mean acceptance probability over chains and temperatures.
+    pub accept: f64,
     /// mean log p̃ over the test images.
     pub test_mean_f: f64,
     /// Test log-likelihood mean log p̃ − log Ẑ.
@@ -461,6 +463,7 @@ pub fn run_cell(
         std_err: est.std_err,
         ess: est.ess,
         log_weights: est.log_weights.clone(),
+        accept: est.mean_accept,
         test_mean_f,
         test_ll: test_mean_f - est.log_z,
         train_seconds,
@@ -527,12 +530,13 @@ pub fn write_results(
                 f(c.log_z),
                 f(c.std_err),
                 f(c.ess),
+                f(c.accept),
                 f(c.test_mean_f),
                 f(c.test_ll),
             ]
         })
         .collect();
-    run.write_csv("ais.csv", "dataset,sampler,log_z,std_err,ess,test_mean_log_p,test_ll", &ais_rows)?;
+    run.write_csv("ais.csv", "dataset,sampler,log_z,std_err,ess,ais_accept,test_mean_log_p,test_ll", &ais_rows)?;
     let weight_rows: Vec<Vec<String>> = cells
         .iter()
         .flat_map(|c| {
