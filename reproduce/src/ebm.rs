@@ -462,7 +462,7 @@ pub fn run_cell(
         log_z: est.log_z,
         std_err: est.std_err,
         ess: est.ess,
-        log_weights: est.log_weights.clone(),
+        log_weights: est.log_weights,
         accept: est.mean_accept,
         test_mean_f,
         test_ll: test_mean_f - est.log_z,

@@ -61,14 +61,14 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
         .map(|r| r.last().unwrap().parse().unwrap())
         .collect();
     assert!(log_w.len() >= 2, "one log-weight per chain: {log_w:?}");
+    let top = log_w.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let lse = top + log_w.iter().map(|w| (w - top).exp()).sum::<f64>().ln();
+    assert!((lse - (log_w.len() as f64).ln() - row["log_z"].as_f64().unwrap()).abs() < 1e-9);
     let ais = std::fs::read_to_string(straight.path().join("ais.csv")).unwrap();
     let (head, row1) = (ais.lines().next().unwrap(), ais.lines().nth(1).unwrap());
     let col = head.split(',').position(|h| h == "ais_accept").expect("an ais_accept column");
     let accept: f64 = row1.split(',').nth(col).unwrap().parse().unwrap();
     assert!(accept > 0.0 && accept <= 1.0, "a mean acceptance probability: {accept}");
-    let top = log_w.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let lse = top + log_w.iter().map(|w| (w - top).exp()).sum::<f64>().ln();
-    assert!((lse - (log_w.len() as f64).ln() - row["log_z"].as_f64().unwrap()).abs() < 1e-9);
     assert_eq!(rows_without(&straight.path().join("curves.csv"), &[]).len(), 4, "one row per iteration");
     assert_eq!(rows_without(&straight.path().join("evals.csv"), &[]).len(), 2, "validation AIS at 2 and 4");
 
