@@ -8,11 +8,12 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use dlp_candle::bert::{BertMlm, WeightLayout, random_weights};
+use dlp_candle::binary_nn::BinaryNet;
 use dlp_candle::device_chains::DeviceChains;
 use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
 use dlp_candle::{TensorBnn, TensorPotts, TensorRbm};
-use dlp_core::{Batch, DomainKind, Space, Target, setup_rng};
+use dlp_core::{Batch, ContinuousTarget, DomainKind, Space, Target, setup_rng};
 use dlp_models::{BnnModel, Couplings, IsingModel, PottsModel, Rbm};
 use rand::RngExt;
 
@@ -100,6 +101,48 @@ fn tensor_bnn_on_cuda_matches_cpu() {
     let cpu = TensorBnn::from_bnn(&model, &Device::Cpu, DType::F32).unwrap();
     let cuda = TensorBnn::from_bnn(&model, &dev, DType::F32).unwrap();
     same_target(&cpu, &cuda, &random_states(6, 8, d, 2), 1e-4, "bnn");
+}
+
+/// Largest |a − b| / max(1, |a|) over two equally long vectors.
+fn max_rel(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0.0, f64::max)
+}
+
+/// Paper 001's binary neural network (`001-bnn`): on cuda:0 the log density and its gradient
+/// (full batch and a minibatch with a repeated item, through `ContinuousTarget::evaluate`), the
+/// continuous and the binarised predictions equal the CPU's to 1e-4 (f32, a 12–7–3 net, 64
+/// items: sums of ≤ 64 f32 terms, so the two devices' summation orders differ by ≈ 1e-6).
+#[test]
+fn binary_nn_on_cuda_matches_cpu() {
+    let Some(dev) = gpu() else { return };
+    let (n, layers) = (64, [12, 7, 3]);
+    let mut rng = setup_rng(11);
+    let images: Vec<f32> = uniform(&mut rng, n * layers[0], 1.0).iter().map(|&v| v.abs() as f32).collect();
+    let labels: Vec<u8> = (0..n).map(|_| rng.random_range(0..3u8)).collect();
+    let nets =
+        [&Device::Cpu, &dev].map(|d| BinaryNet::new(&images, &labels, &layers, (2.0, 2.0), d, DType::F32).unwrap());
+    let d = nets[0].n_weights();
+    let w = uniform(&mut rng, 2 * d, 0.9);
+    let items = [3, 17, 5, 40, 3, 63];
+    for batch in [Batch::Full, Batch::Items(&items)] {
+        let [(lp_c, g_c), (lp_g, g_g)] = nets.each_ref().map(|net| {
+            let (mut lp, mut g) = (vec![0.0; 2], vec![0.0; 2 * d]);
+            net.evaluate(&w, batch, &mut lp, Some(&mut g)).unwrap();
+            (lp, g)
+        });
+        assert!(max_rel(&lp_c, &lp_g) < 1e-4, "binary nn log density: cpu {lp_c:?}, cuda {lp_g:?}");
+        let gmax = g_c.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        let gerr = g_c.iter().zip(&g_g).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(gerr < 1e-4 * gmax, "binary nn gradient: max difference {gerr:e} (largest |g| {gmax})");
+    }
+    let sets = nets.each_ref().map(|net| net.eval_set(&images[..20 * layers[0]], &labels[..20]).unwrap());
+    let wd = &w[..d];
+    let (p_c, p_g) = (nets[0].predict(wd, &sets[0], 7).unwrap(), nets[1].predict(wd, &sets[1], 7).unwrap());
+    assert!(max_rel(&p_c, &p_g) < 1e-4, "binary nn predictions differ");
+    let (b_c, b_g) =
+        (nets[0].predict_binarised(wd, &sets[0], 7).unwrap(), nets[1].predict_binarised(wd, &sets[1], 7).unwrap());
+    assert!(max_rel(&b_c, &b_g) < 1e-4, "binarised binary nn predictions differ");
 }
 
 #[test]
