@@ -308,6 +308,20 @@ fn keeps(best: Option<(usize, f64)>, val_ll: f64) -> bool {
     }
 }
 
+/// The warning for a validation LL that no model of binary images can have: it says whether
+/// the model is kept anyway (the first evaluation always is, so that some model is kept) or not.
+fn impossible_ll_warning(stem: &str, iteration: usize, val_ll: f64, kept: bool) -> String {
+    let fate = if kept {
+        "it is kept only because no evaluation before it exists, and any possible value will replace it"
+    } else {
+        "it is not kept as best"
+    };
+    format!(
+        "{stem}: warning: iteration {iteration}: val LL {val_ll:.2} is not a log-probability of binary images \
+         (> 0 or not finite): the AIS failed (a diverged model?); {fate}"
+    )
+}
+
 fn mean_f(model: &ResNetEbm, bits: &[u32], items: usize) -> Result<f64> {
     let n = (bits.len() / D).min(items);
     let mut total = 0.0;
@@ -427,16 +441,11 @@ pub fn run_cell(
                     est.log_z, est.std_err
                 ),
             );
+            let kept = keeps(hist.best, val_ll);
             if !possible_ll(val_ll) {
-                say(
-                    &bar,
-                    format!(
-                        "{stem}: warning: iteration {iteration}: val LL {val_ll:.2} is not a log-probability of binary \
-                         images (> 0 or not finite): the AIS failed (a diverged model?); it is not kept as best"
-                    ),
-                );
+                say(&bar, impossible_ll_warning(&stem, iteration, val_ll, kept));
             }
-            if keeps(hist.best, val_ll) {
+            if kept {
                 save_params(&ema, &best_path)?;
                 hist.best = Some((iteration, val_ll));
             }
@@ -586,7 +595,7 @@ pub fn write_results(
 
 #[cfg(test)]
 mod tests {
-    use super::keeps;
+    use super::{impossible_ll_warning, keeps};
 
     #[test]
     fn the_kept_model_is_the_best_possible_validation_ll() {
@@ -599,5 +608,17 @@ mod tests {
         assert!(keeps(Some((300, 6_176_612.04)), -500.0), "a possible LL replaces an impossible one");
         assert!(keeps(Some((300, f64::NAN)), -500.0));
         assert!(!keeps(Some((300, f64::NAN)), f64::INFINITY));
+    }
+
+    /// The static GWG cell of seed 1 diverged before its first evaluation: that value was kept
+    /// (nothing else existed) while the warning said "not kept as best". The warning now says
+    /// which of the two happened.
+    #[test]
+    fn the_impossible_ll_warning_says_whether_the_model_is_kept() {
+        let first = impossible_ll_warning("static-gwg", 300, 9.3e10, keeps(None, 9.3e10));
+        assert!(first.contains("iteration 300") && first.contains("kept only because"), "{first}");
+        assert!(!first.contains("not kept"), "{first}");
+        let later = impossible_ll_warning("static-gwg", 600, 1.5e16, keeps(Some((300, -179.87)), 1.5e16));
+        assert!(later.ends_with("it is not kept as best"), "{later}");
     }
 }
