@@ -5,7 +5,7 @@
 //! (data set, sampler) cell, with resumable checkpoints.
 
 use crate::{Figure, Panel, Run, Series};
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use dlp_candle::Device;
 use dlp_candle::candle_core::{DType, Tensor};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
@@ -483,7 +483,9 @@ pub fn run_cell(
 
 /// Writes `curves.csv`, `evals.csv`, `ais.csv`, `ais_weights.csv` (every chain's final
 /// log-weight), `table1.{svg,png}` and `summary.json` (the paper's Table 1 beside our rows) for
-/// the finished `cells` (`sampler_names`: their registry names, for the paper's column).
+/// the finished `cells` (`sampler_names`: each cell's sampler by its registry name, for the
+/// paper's column; one per cell — zipped against the list of samplers instead, the summary
+/// kept only the first data set's rows).
 pub fn write_results(
     run: &Run,
     proto: &Protocol,
@@ -493,6 +495,12 @@ pub fn write_results(
     val_ais_sampler: Option<&str>,
     quick: bool,
 ) -> Result<()> {
+    ensure!(
+        sampler_names.len() == cells.len(),
+        "table1: {} cells but {} sampler names for the summary",
+        cells.len(),
+        sampler_names.len()
+    );
     let f = |v: f64| format!("{v}");
     let curve_rows: Vec<Vec<String>> = cells
         .iter()

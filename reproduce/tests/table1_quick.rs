@@ -88,6 +88,39 @@ fn table1_quick_writes_its_files_and_resumes_exactly() {
     }
 }
 
+/// Two data sets × two samplers: `summary.json` has one row per cell, each with its own data
+/// set's paper value (the summary once kept only the first data set's rows).
+#[test]
+fn the_summary_has_a_row_for_every_data_set_and_sampler() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_table1"))
+        .args(["--quick", "--iterations", "1", "--datasets", "static,dynamic", "--samplers", "dmala@0.2,dula@0.1"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap()).unwrap();
+    let rows: Vec<(String, String, f64)> = s["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (r["dataset"].as_str().unwrap().into(), r["sampler"].as_str().unwrap().into(), r["paper"].as_f64().unwrap())
+        })
+        .collect();
+    let want = [
+        ("static", "dmala(0.2)", -79.46),
+        ("static", "dula(0.1)", -80.71),
+        ("dynamic", "dmala(0.2)", -79.54),
+        ("dynamic", "dula(0.1)", -81.29),
+    ];
+    assert_eq!(rows.len(), want.len(), "{rows:?}");
+    for ((d, s, p), (wd, ws, wp)) in rows.iter().zip(want) {
+        assert_eq!((d.as_str(), s.as_str(), *p), (wd, ws, wp));
+    }
+}
+
 #[test]
 fn table1_takes_any_ais_kernel_with_its_step_size() {
     let dir = tempfile::tempdir().unwrap();

@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use dlp_data::{Mnist, synthetic_digits};
 use dlp_reproduce::ebm::{CellResult, Protocol, run_cell, splits, write_results};
-use dlp_reproduce::{CommonArgs, Run, SamplerSpec, one_sampler, parse_list, parse_samplers};
+use dlp_reproduce::{CommonArgs, Run, one_sampler, parse_list, parse_samplers};
 use serde_json::json;
 
 /// Table 1: deep EBMs trained with each sampler, evaluated by AIS.
@@ -87,10 +87,6 @@ fn pair(text: &Option<String>, default: (usize, usize), flag: &str) -> Result<(u
     }
 }
 
-fn names_of(specs: &[SamplerSpec]) -> Vec<String> {
-    specs.iter().map(|s| s.name.clone()).collect()
-}
-
 fn run(args: Args) -> Result<()> {
     let c = &args.common;
     let mut proto = match (c.quick, args.scale.as_str()) {
@@ -144,7 +140,7 @@ fn run(args: Args) -> Result<()> {
         if c.quick { " (synthetic stand-in digits)" } else { "" }
     );
 
-    let mut cells: Vec<CellResult> = Vec::new();
+    let (mut cells, mut cell_samplers): (Vec<CellResult>, Vec<String>) = (Vec::new(), Vec::new());
     for d in &data {
         for (spec, s) in specs.iter().zip(&samplers) {
             let cell = run_cell(
@@ -173,18 +169,11 @@ fn run(args: Args) -> Result<()> {
             );
             run.write_image_grid(&format!("fig9_{}_{}.png", cell.dataset, spec.name), &cell.samples, 784)?;
             cells.push(cell);
+            cell_samplers.push(spec.name.clone());
         }
     }
 
-    write_results(
-        &run,
-        &proto,
-        &cells,
-        &names_of(&specs),
-        &args.ais_sampler,
-        args.val_ais_sampler.as_deref(),
-        c.quick,
-    )?;
+    write_results(&run, &proto, &cells, &cell_samplers, &args.ais_sampler, args.val_ais_sampler.as_deref(), c.quick)?;
     run.finish(
         &json!({"scale": proto.scale, "datasets": names, "samplers": args.samplers, "ais_sampler": args.ais_sampler,
         "val_ais_sampler": args.val_ais_sampler,
