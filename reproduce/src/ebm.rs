@@ -4,8 +4,8 @@
 //! protocols (paper / cpu / quick), the data splits and the train → evaluate loop of one
 //! (data set, sampler) cell, with resumable checkpoints.
 
-use crate::{Figure, Panel, Run, Series};
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use crate::{Figure, Panel, Run, SamplerSpec, Series};
+use anyhow::{Context, Result, anyhow, bail};
 use dlp_candle::Device;
 use dlp_candle::candle_core::{DType, Tensor};
 use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
@@ -251,6 +251,8 @@ pub struct CellResult {
     pub dataset: String,
     /// Sampler label.
     pub sampler: String,
+    /// The paper's Table 1 value for this data set and sampler (none for samplers it lacks).
+    pub paper: Option<f64>,
     /// Training curve.
     pub curve: Vec<CurveRow>,
     /// Validation evaluations.
@@ -376,7 +378,7 @@ pub fn run_cell(
     run: &Run,
     proto: &Protocol,
     data: &Splits,
-    label: &str,
+    spec: &SamplerSpec,
     sampler: &dyn Sampler,
     val_ais: Option<(&str, &dyn Sampler)>,
     ais_kernel: &dyn Sampler,
@@ -384,6 +386,7 @@ pub fn run_cell(
     resume: bool,
     dev: &Device,
 ) -> Result<CellResult> {
+    let label = spec.label();
     // Every cell its own seed, named by its data set and sampler label.
     let labels: Vec<u64> = format!("table1/{}/{label}", data.name).bytes().map(u64::from).collect();
     let seed = derive_seed(run.seed(), &labels);
@@ -464,7 +467,8 @@ pub fn run_cell(
     let test_mean_f = mean_f(&best, &data.test, proto.test_items)?;
     Ok(CellResult {
         dataset: data.name.clone(),
-        sampler: label.into(),
+        sampler: label,
+        paper: paper_value(&data.name, &spec.name),
         curve: hist.curve,
         evals: hist.evals,
         best_iteration,
@@ -483,24 +487,15 @@ pub fn run_cell(
 
 /// Writes `curves.csv`, `evals.csv`, `ais.csv`, `ais_weights.csv` (every chain's final
 /// log-weight), `table1.{svg,png}` and `summary.json` (the paper's Table 1 beside our rows) for
-/// the finished `cells` (`sampler_names`: each cell's sampler by its registry name, for the
-/// paper's column; one per cell — zipped against the list of samplers instead, the summary
-/// kept only the first data set's rows).
+/// the finished `cells`.
 pub fn write_results(
     run: &Run,
     proto: &Protocol,
     cells: &[CellResult],
-    sampler_names: &[String],
     ais_sampler: &str,
     val_ais_sampler: Option<&str>,
     quick: bool,
 ) -> Result<()> {
-    ensure!(
-        sampler_names.len() == cells.len(),
-        "table1: {} cells but {} sampler names for the summary",
-        cells.len(),
-        sampler_names.len()
-    );
     let f = |v: f64| format!("{v}");
     let curve_rows: Vec<Vec<String>> = cells
         .iter()
@@ -586,11 +581,10 @@ pub fn write_results(
 
     let rows: Vec<_> = cells
         .iter()
-        .zip(sampler_names)
-        .map(|(c, s)| json!({"dataset": c.dataset, "sampler": c.sampler, "test_ll": c.test_ll, "log_z": c.log_z,
+        .map(|c| json!({"dataset": c.dataset, "sampler": c.sampler, "test_ll": c.test_ll, "log_z": c.log_z,
             "log_z_std_err": c.std_err, "ess": c.ess, "test_mean_log_p": c.test_mean_f, "best_iteration": c.best_iteration,
             "train_seconds": c.train_seconds, "final_ais_seconds": c.final_seconds,
-            "final_accept": c.curve.last().map(|r| r.step.accept), "paper": paper_value(&c.dataset, s)}))
+            "final_accept": c.curve.last().map(|r| r.step.accept), "paper": c.paper}))
         .collect();
     let summary = json!({"scale": proto.scale, "protocol": proto, "quick_data": quick.then_some("synthetic stand-in digits"),
         "static_binarisation": "one fixed-seed Bernoulli draw (stand-in for Larochelle's)", "ais_kernel": ais_sampler,

@@ -4,24 +4,12 @@
 use dlp_candle::{Device, TensorPotts, TensorRbm};
 use dlp_core::{Batch, DomainKind, EvalError, Space, Target, setup_rng};
 use dlp_models::{Couplings, PottsModel, Rbm};
+mod common;
+
+use common::{max_rel_diff, random_states, uniform};
 use rand::RngExt;
 
 const TOL: f64 = 1e-5;
-
-fn uniform(rng: &mut impl RngExt, n: usize, scale: f64) -> Vec<f64> {
-    (0..n).map(|_| rng.random_range(-scale..scale)).collect()
-}
-
-fn random_states(seed: u64, n: usize, d: usize, k: u32) -> Vec<u32> {
-    let mut rng = setup_rng(seed);
-    (0..n * d).map(|_| rng.random_range(0..k)).collect()
-}
-
-/// The largest |a − b| / max(1, |b|) over the two slices (b is the f64 reference).
-fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
-}
 
 /// f and ∇f of `xs` through the batch methods, `evaluate`, and one state at a time, against
 /// the CPU model; returns the largest relative difference of f and of ∇f.

@@ -140,14 +140,14 @@ fn run(args: Args) -> Result<()> {
         if c.quick { " (synthetic stand-in digits)" } else { "" }
     );
 
-    let (mut cells, mut cell_samplers): (Vec<CellResult>, Vec<String>) = (Vec::new(), Vec::new());
+    let mut cells: Vec<CellResult> = Vec::new();
     for d in &data {
         for (spec, s) in specs.iter().zip(&samplers) {
             let cell = run_cell(
                 &run,
                 &proto,
                 d,
-                &spec.label(),
+                spec,
                 s.as_ref(),
                 val_ais,
                 ais_kernel.as_ref(),
@@ -169,11 +169,10 @@ fn run(args: Args) -> Result<()> {
             );
             run.write_image_grid(&format!("fig9_{}_{}.png", cell.dataset, spec.name), &cell.samples, 784)?;
             cells.push(cell);
-            cell_samplers.push(spec.name.clone());
         }
     }
 
-    write_results(&run, &proto, &cells, &cell_samplers, &args.ais_sampler, args.val_ais_sampler.as_deref(), c.quick)?;
+    write_results(&run, &proto, &cells, &args.ais_sampler, args.val_ais_sampler.as_deref(), c.quick)?;
     run.finish(
         &json!({"scale": proto.scale, "datasets": names, "samplers": args.samplers, "ais_sampler": args.ais_sampler,
         "val_ais_sampler": args.val_ais_sampler,

@@ -2,7 +2,8 @@
 //! `device_lattice.rs`, `cuda.rs`): random RBMs and states, the documented Philox site
 //! uniforms restated, near-tie-aware draws, the f64 reconstruction of a DULA / DMALA step and
 //! the step-by-step and law checks built on it, a Pearson χ² test with its limit, and `cuda:0`
-//! for the GPU checks; [`bert`]: a small BERT configuration. Each test binary uses a subset of
+//! for the GPU checks, random tensor-target inputs and a relative difference (`agree.rs`,
+//! `cuda.rs`); [`bert`]: a small BERT configuration. Each test binary uses a subset of
 //! them.
 
 #![allow(dead_code)]
@@ -239,4 +240,21 @@ pub fn gpu() -> Option<candle_core::Device> {
             None
         }
     }
+}
+
+/// `n` uniform draws on (−scale, scale).
+pub fn uniform(rng: &mut impl RngExt, n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|_| rng.random_range(-scale..scale)).collect()
+}
+
+/// `n` states of `d` coordinates with values in 0..k, from a seeded stream.
+pub fn random_states(seed: u64, n: usize, d: usize, k: u32) -> Vec<u32> {
+    let mut rng = dlp_core::setup_rng(seed);
+    (0..n * d).map(|_| rng.random_range(0..k)).collect()
+}
+
+/// The largest |a − b| / max(1, |b|) over the two slices (b is the reference).
+pub fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / y.abs().max(1.0)).fold(0.0, f64::max)
 }
