@@ -332,9 +332,12 @@ def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, No
 
 
 class Exact(dict):
-    """``dlp exact``'s report (a dict, ``dlp.exact.report.v1``) with numpy views:
-    ``states`` (n_states × d), ``target`` π, ``stationary`` (the sampler's law),
-    ``total_variation``, and :meth:`marginals`."""
+    """``dlp exact``'s report (a dict, ``dlp.exact.report.v2``) with numpy views:
+    ``states`` (n_states × d), ``target`` π, the chain's class structure (``irreducible``,
+    ``aperiodic``, ``verdict``, ``closed_classes``), ``stationary`` (the sampler's law, when it is
+    unique) and ``total_variation``, and :meth:`marginals`. For a reducible chain there is no
+    single stationary law: ``stationary`` and ``total_variation`` raise, and
+    ``closed_classes`` and ``uniform_start_limit`` say what the chain does instead."""
 
     @property
     def states(self) -> np.ndarray:
@@ -347,13 +350,43 @@ class Exact(dict):
         return np.asarray(self["target"])
 
     @property
+    def irreducible(self) -> bool:
+        """One closed class and no transient state."""
+        return bool(self["ergodicity"]["irreducible"])
+
+    @property
+    def aperiodic(self) -> bool:
+        """Every closed class has period 1."""
+        return bool(self["ergodicity"]["aperiodic"])
+
+    @property
+    def verdict(self) -> str:
+        """One line: "irreducible and aperiodic", "reducible: 2 closed classes (parity)", …"""
+        return str(self["ergodicity"]["verdict"])
+
+    @property
+    def closed_classes(self) -> list:
+        """Each closed class: size, period, target mass, its states and its law over them."""
+        return list(self["ergodicity"]["closed_classes"])
+
+    @property
+    def uniform_start_limit(self) -> Optional[np.ndarray]:
+        """For a chain without a unique law: the limit of a chain started uniformly at random."""
+        v = self.get("uniform_start_limit")
+        return None if v is None else np.asarray(v)
+
+    @property
     def stationary(self) -> np.ndarray:
-        """The sampler's stationary law over :attr:`states`."""
+        """The sampler's stationary law over :attr:`states` (ValueError if it is not unique)."""
+        if "stationary" not in self:
+            raise ValueError(f"{self['sampler']} has no unique stationary law here: {self.verdict}")
         return np.asarray(self["stationary"])
 
     @property
     def total_variation(self) -> float:
-        """TV distance between the stationary law and π."""
+        """TV distance between the stationary law and π (ValueError if the law is not unique)."""
+        if "total_variation" not in self:
+            raise ValueError(f"{self['sampler']} has no unique stationary law here: {self.verdict}")
         return float(self["total_variation"])
 
     def marginals(self, law: str = "stationary") -> dict:

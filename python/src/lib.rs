@@ -258,7 +258,7 @@ fn rhat(draws: PyReadonlyArray2<'_, f64>) -> PyResult<f64> {
     dlp_core::diagnostics::rhat_rank(&flat, c).map_err(value_error)
 }
 
-/// `dlp exact`'s report (`dlp.exact.report.v1` JSON text) of `sampler` on `model`.
+/// `dlp exact`'s report (`dlp.exact.report.v2` JSON text) of `sampler` on `model`.
 #[pyfunction]
 #[pyo3(signature = (model, sampler, step_size=None, preconditioner=None))]
 fn exact(
@@ -284,9 +284,6 @@ fn exact(
         )));
     }
     let exact_error = |e: dlp_exact::ExactError| match e {
-        dlp_exact::ExactError::NoUniqueStationary => {
-            value_error(format!("{e}: the sampler's chain on this model is reducible (try another step size)"))
-        }
         dlp_exact::ExactError::BadRow { .. } => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e),
     };
@@ -301,7 +298,7 @@ fn exact(
     let report = report.map_err(exact_error)?;
     let mut json = serde_json::to_value(&report).map_err(|e| PyTypeError::new_err(e.to_string()))?;
     if let Some(obj) = json.as_object_mut() {
-        obj.insert("schema".into(), "dlp.exact.report.v1".into());
+        obj.insert("schema".into(), "dlp.exact.report.v2".into());
     }
     Ok(json.to_string())
 }

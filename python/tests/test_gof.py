@@ -62,4 +62,4 @@ def test_exact_equals_dlp_exact(dlp_bin, examples):
     assert py["stationary"] == cli["stationary"]
     assert py["target"] == cli["target"]
     assert py.total_variation == cli["total_variation"]
-    assert py["schema"] == cli["schema"] == "dlp.exact.report.v1"
+    assert py["schema"] == cli["schema"] == "dlp.exact.report.v2"

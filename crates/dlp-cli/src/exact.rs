@@ -1,18 +1,23 @@
 //! `dlp exact`: the exact check of one sampler on one small model. Builds the sampler's
-//! one-cycle transition matrix from its exact kernel, solves for its stationary law
-//! (GTH, accurate even when P ≈ I) and reports it beside the target π as JSON
-//! (`dlp_exact::exact_report`, schema `dlp.exact.report.v1`): TV to π, ‖πP − π‖∞ and the
-//! detailed-balance residual, and the matrix's mixing rates (`mixing`: spectral gap, absolute
-//! gap, SLEM, relaxation time; `mixing_kernel` says whether that is one step or one sweep of
-//! a several-phase kernel; `dlp_exact::mixing`). Spaces above `dlp_exact::matrix::MAX_MATRIX_STATES` states are
-//! refused (exit 2) before any work.
+//! one-cycle transition matrix from its exact kernel, finds its class structure (`ergodicity`:
+//! irreducible, aperiodic, the closed classes with their target mass and law), solves for the
+//! stationary law (GTH per closed class, accurate even when P ≈ I) and reports it beside the
+//! target π as JSON (`dlp_exact::exact_report`, schema `dlp.exact.report.v2`): TV to π when
+//! the law is unique — for a reducible chain no `stationary` or `total_variation` at all, but
+//! each class's law and the limit from a uniform start —, ‖πP − π‖∞ and the detailed-balance
+//! residual, and the matrix's mixing rates (`mixing`: spectral gap, absolute gap, SLEM,
+//! relaxation time, or `undefined` with the reason for a reducible or periodic chain;
+//! `mixing_kernel` says whether that is one step or one sweep of a several-phase kernel).
+//! A chain that is not irreducible and aperiodic also gets one `warning:` line on stderr.
+//! Spaces above `dlp_exact::matrix::MAX_MATRIX_STATES` states are refused (exit 2) before
+//! any work.
 
 use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason};
 use dlp_exact::ExactError;
 use std::path::PathBuf;
 
 /// The `schema` field of the report.
-pub const SCHEMA: &str = "dlp.exact.report.v1";
+pub const SCHEMA: &str = "dlp.exact.report.v2";
 
 /// Arguments of `dlp exact`.
 #[derive(clap::Args, Debug)]
@@ -30,9 +35,6 @@ pub struct Args {
 fn exact_error(e: ExactError) -> CliError {
     match e {
         ExactError::BadRow { .. } => CliError::internal(e),
-        ExactError::NoUniqueStationary => {
-            CliError::Input(format!("{e}: the sampler's chain on this model is reducible (try another step size)"))
-        }
         _ => CliError::input(e),
     }
 }
@@ -58,7 +60,21 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // Refuse large spaces before building anything (the error names the limit).
     dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp exact")
         .map_err(exact_error)?;
+    dlp_cli::warn_if_not_ergodic(&args.run.sampler, space);
     let report = dlp_exact::exact_report(target, sampler.as_ref()).map_err(exact_error)?;
+    let erg = &report.ergodicity;
+    if !(erg.unique_stationary_law && erg.aperiodic) {
+        eprintln!(
+            "warning: {} on this model is {}: {}",
+            report.sampler,
+            erg.verdict,
+            if erg.unique_stationary_law {
+                "its law is unique but the chain does not converge to it"
+            } else {
+                "no unique stationary law; the report gives each closed class's law and the limit from a uniform start"
+            }
+        );
+    }
     let mut json = serde_json::to_value(&report).map_err(CliError::internal)?;
     if let Some(obj) = json.as_object_mut() {
         obj.insert("schema".into(), SCHEMA.into());

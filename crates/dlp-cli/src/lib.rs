@@ -190,6 +190,14 @@ impl ModelSamplerArgs {
 
 pub use dlp_core::io::atomic_write;
 
+/// Prints one `warning:` line on stderr when the registry flags `sampler` as not irreducible
+/// and aperiodic on `space` (`dlp_samplers::registry::not_ergodic_on`: e.g. `pas-2` on bits).
+pub fn warn_if_not_ergodic(sampler: &str, space: &dlp_core::Space) {
+    if let Some(why) = dlp_samplers::registry::not_ergodic_on(sampler, space) {
+        eprintln!("warning: {}", one_line(&why));
+    }
+}
+
 /// The initial batch of `dlp sample` (and the Python package's `dlp.sample`), `chains × d`
 /// indices: every coordinate uniform over its values from setup stream 0 of `seed` when
 /// `random`, else every coordinate at its first value (−1 for spin, 0 for binary).

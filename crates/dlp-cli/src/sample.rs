@@ -128,6 +128,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let target: &dyn dlp_core::Target = &model;
     let space = target.space().clone();
+    dlp_cli::warn_if_not_ergodic(&args.run.sampler, &space);
     let d = space.d;
     let mut x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };

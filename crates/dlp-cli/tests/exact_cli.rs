@@ -54,7 +54,7 @@ fn numbers(v: &serde_json::Value) -> Vec<f64> {
 fn dula_bias_and_dmala_exactness_match_spec_4_3() {
     let case = Case::new();
     let r = report(&case.run(&["--sampler", "dula", "--step-size", "0.5"]));
-    assert_eq!(r["schema"], "dlp.exact.report.v1");
+    assert_eq!(r["schema"], "dlp.exact.report.v2");
     assert_eq!(r["n_states"], 8);
     // Spec §4.3: ‖π_α − π‖₁ = 0.1926361355, so TV is half of it; π_α itself.
     let tv = r["total_variation"].as_f64().unwrap();
@@ -153,5 +153,52 @@ fn bad_input_is_one_error_line_and_exit_2() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
         assert!(stderr.starts_with("error: ") && stderr.contains(needle), "{args:?}: {stderr:?} lacks {needle:?}");
         assert!(!out_path.exists(), "{args:?}: output created");
+    }
+}
+
+/// The 4-spin chain with a strong field on which `pas-2` sampled the wrong law.
+const FIELD4: &str = r#"{"kind":"ising","d":4,"domain":"spin","J":[[0,0.2,0,0],[0.2,0,0.2,0],[0,0.2,0,0.2],[0,0,0.2,0]],"b":[1.5,1.5,1.5,1.5]}"#;
+
+/// A 5-spin ring without field: its two parity classes carry equal mass, where a solve of the
+/// singular system once printed a "stationary" vector with entries from −21.6 to +17.6.
+const RING5: &str = r#"{"kind":"ising","d":5,"domain":"spin","J":[[0,0.3,0,0,0.3],[0.3,0,0.3,0,0],[0,0.3,0,0.3,0],[0,0,0.3,0,0.3],[0.3,0,0,0.3,0]],"b":[0,0,0,0,0]}"#;
+
+#[test]
+fn reducible_pas_gets_per_class_laws_and_no_total_variation() {
+    let case = Case::new();
+    std::fs::write(case.path("field4.json"), FIELD4).unwrap();
+    std::fs::write(case.path("ring5.json"), RING5).unwrap();
+    let model = |name: &str| case.path(name).display().to_string();
+    let out = case.run(&["--model", &model("field4.json"), "--sampler", "pas-2"]);
+    let r = report(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: pas-2 flips an even number") && stderr.contains("reducible"), "{stderr}");
+    assert_eq!(r["ergodicity"]["verdict"], "reducible: 2 closed classes (parity)", "{r}");
+    assert_eq!(r["ergodicity"]["irreducible"], false);
+    assert!(r.get("stationary").is_none() && r.get("total_variation").is_none(), "{r}");
+    assert!(r["mixing"]["undefined"].as_str().unwrap().contains("2 closed classes"), "{r}");
+    let classes = r["ergodicity"]["closed_classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 2);
+    for c in classes {
+        let law = numbers(&c["stationary"]);
+        assert!(law.iter().all(|p| (0.0..=1.0).contains(p)) && (law.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(c["total_variation_to_conditioned_target"].as_f64().unwrap() < 1e-12, "{c}");
+    }
+    // pas-4 on 4 sites only swaps a state and its complement.
+    let r = report(&case.run(&["--model", &model("field4.json"), "--sampler", "pas-4"]));
+    assert_eq!(r["ergodicity"]["verdict"], "reducible: 8 closed classes of 2 states each", "{r}");
+    // The mixture `pas` is irreducible and exact.
+    let out = case.run(&["--model", &model("field4.json"), "--sampler", "pas", "--step-size", "2"]);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r["ergodicity"]["verdict"], "irreducible and aperiodic");
+    assert!(r["total_variation"].as_f64().unwrap() < 1e-10, "{r}");
+    assert!(r["mixing"]["slem"].as_f64().unwrap() < 1.0, "{r}");
+    // Equal-mass classes: still no stationary vector, and every class law is a law.
+    let r = report(&case.run(&["--model", &model("ring5.json"), "--sampler", "pas-2"]));
+    assert!(r.get("stationary").is_none(), "{r}");
+    for c in r["ergodicity"]["closed_classes"].as_array().unwrap() {
+        assert!(numbers(&c["stationary"]).iter().all(|p| (0.0..=1.0).contains(p)), "{c}");
+        assert!((c["target_mass"].as_f64().unwrap() - 0.5).abs() < 1e-12, "{c}");
     }
 }

@@ -5,6 +5,8 @@
 //! * [`matrix`]: transition matrices from a sampler's `ExactKernel`, stationary laws,
 //!   residuals, exact mixing rates ([`mixing`]: spectral gap, SLEM, relaxation time), DULA's
 //!   closed form π_α ∝ π·Z_α, Theorem 5.1's bounds, [`ExactReport`].
+//! * [`ergodic`]: communicating classes, closed classes, periods and per-class laws of a
+//!   transition matrix: irreducibility and aperiodicity, checked before any law is solved.
 //! * [`reference`]: transition matrices transcribed from the papers' formulas, independent
 //!   of `dlp-samplers`, for every registered sampler.
 //!
@@ -16,6 +18,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod enumerate;
+pub mod ergodic;
 pub mod matrix;
 pub mod reference;
 
@@ -65,9 +68,10 @@ pub enum ExactError {
         /// What is wrong.
         why: String,
     },
-    /// The linear system for the stationary law is singular (reducible chain).
-    #[error("the transition matrix has no unique stationary law (singular system)")]
-    NoUniqueStationary,
+    /// The chain has no unique stationary law (several closed classes), or a solver that
+    /// assumes one met a singular system; says which.
+    #[error("the transition matrix has no unique stationary law: {0}")]
+    NoUniqueStationary(String),
     /// A theorem's assumptions do not hold.
     #[error("assumption violated: {0}")]
     Assumption(String),

@@ -79,25 +79,53 @@ pub fn cycle_matrix(target: &dyn Target, sampler: &dyn Sampler) -> Result<DMatri
     let m = n_phases(target, sampler)?;
     let mut p = kernel_matrix(target, sampler, 0)?;
     for phase in 1..m {
-        p *= kernel_matrix(target, sampler, phase)?;
+        p = product(&p, &kernel_matrix(target, sampler, phase)?);
     }
     Ok(p)
 }
 
-/// Largest matrix [`stationary`] solves by GTH (O(n³) state reduction; larger ones use LU).
-pub const MAX_GTH_STATES: usize = 4096;
-
-/// The stationary law of a transition matrix. Uses [`stationary_gth`] (subtraction-free,
-/// accurate even when P ≈ I) for n ≤ [`MAX_GTH_STATES`] and [`stationary_lu`] beyond, or when
-/// GTH meets a state that cannot reach lower-numbered states (then LU decides whether the law
-/// is unique). Errors if there is no unique stationary law.
-pub fn stationary(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
-    if p.nrows() <= MAX_GTH_STATES
-        && let Ok(pi) = stationary_gth(p)
-    {
-        return Ok(pi);
+/// a·b, through b's nonzeros when it is sparse (a systematic scan's single-site phases have k
+/// entries per row): the dense product costs n³ = 6.9·10¹⁰ multiply-adds per phase at the
+/// 2¹² states `dlp exact` accepts, the sparse one n·nnz(b). Column j of the product is
+/// Σ_r b[r, j]·a[:, r], one column axpy per nonzero (columns are contiguous in nalgebra).
+fn product(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    let nnz = b.iter().filter(|v| **v != 0.0).count();
+    if nnz * 8 > b.len() {
+        return a * b;
     }
-    stationary_lu(p)
+    let mut c = DMatrix::zeros(a.nrows(), b.ncols());
+    for j in 0..b.ncols() {
+        for r in 0..b.nrows() {
+            let v = b[(r, j)];
+            if v != 0.0 {
+                c.column_mut(j).axpy(v, &a.column(r), 1.0);
+            }
+        }
+    }
+    c
+}
+
+/// The unique stationary law of a transition matrix: the support graph's closed classes first
+/// ([`crate::ergodic::classes`]); with exactly one, GTH ([`stationary_gth`], subtraction-free,
+/// accurate even when P ≈ I) on that class's block, zero on transient states. Errors
+/// (`NoUniqueStationary`, naming the classes) when there are several closed classes: then
+/// every mixture of their laws is stationary, and no single solve is divided by a singular
+/// system.
+pub fn stationary(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
+    let classes = crate::ergodic::classes(p);
+    if !classes.unique_law() {
+        return Err(ExactError::NoUniqueStationary(format!(
+            "{} closed classes (a reducible chain)",
+            classes.closed.len()
+        )));
+    }
+    let class = &classes.closed[0];
+    let law = stationary_gth(&DMatrix::from_fn(class.len(), class.len(), |i, j| p[(class[i], class[j])]))?;
+    let mut pi = vec![0.0; p.nrows()];
+    for (&s, q) in class.iter().zip(law) {
+        pi[s] = q;
+    }
+    Ok(pi)
 }
 
 /// The stationary law by the Grassmann–Taksar–Heyman algorithm (Grassmann, Taksar & Heyman
@@ -113,7 +141,7 @@ pub fn stationary_gth(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
     let n = p.nrows();
     assert_eq!(n, p.ncols(), "transition matrix must be square");
     if n == 0 {
-        return Err(ExactError::NoUniqueStationary);
+        return Err(ExactError::NoUniqueStationary("an empty matrix".into()));
     }
     // Row-major copy: the rank-one update below runs along rows.
     let mut a: Vec<f64> = (0..n * n).map(|t| p[(t / n, t % n)]).collect();
@@ -122,7 +150,7 @@ pub fn stationary_gth(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
         let row_k = &rest[..k];
         let s: f64 = row_k.iter().sum();
         if !(s > 0.0 && s.is_finite()) {
-            return Err(ExactError::NoUniqueStationary);
+            return Err(ExactError::NoUniqueStationary(format!("GTH: state {k} cannot reach a lower-numbered state")));
         }
         let update = |row: &mut [f64]| {
             row[k] /= s;
@@ -146,7 +174,7 @@ pub fn stationary_gth(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
     }
     let total: f64 = pi.iter().sum();
     if !(total.is_finite() && total > 0.0) {
-        return Err(ExactError::NoUniqueStationary);
+        return Err(ExactError::NoUniqueStationary("GTH: the unnormalised law sums to zero".into()));
     }
     pi.iter_mut().for_each(|v| *v /= total);
     Ok(pi)
@@ -163,13 +191,13 @@ pub fn stationary_lu(p: &DMatrix<f64>) -> Result<Vec<f64>, ExactError> {
     let mut b = DVector::zeros(n);
     b[n - 1] = 1.0;
     let lu = a.clone().lu();
-    let mut pi = lu.solve(&b).ok_or(ExactError::NoUniqueStationary)?;
+    let mut pi = lu.solve(&b).ok_or_else(|| ExactError::NoUniqueStationary("LU: singular system".into()))?;
     let r = &b - &a * &pi;
     if let Some(delta) = lu.solve(&r) {
         pi += delta;
     }
     if pi.iter().any(|v| !v.is_finite()) {
-        return Err(ExactError::NoUniqueStationary);
+        return Err(ExactError::NoUniqueStationary("LU: non-finite solution".into()));
     }
     Ok(pi.iter().copied().collect())
 }
@@ -218,6 +246,17 @@ pub struct Mixing {
     /// Relaxation time 1/(1 − slem) (= 1/`abs_gap` when reversible); `None` when
     /// slem ≥ 1 (a periodic or reducible chain does not relax) or slem is `None`.
     pub relaxation_time: Option<f64>,
+    /// Why the rates are undefined (a reducible or periodic chain: [`exact_report`] says so
+    /// instead of printing numbers that describe no convergence); absent when they are defined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undefined: Option<String>,
+}
+
+impl Mixing {
+    /// No rates, with the reason.
+    pub fn undefined(why: String) -> Mixing {
+        Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None, undefined: Some(why) }
+    }
 }
 
 /// The eigenvalues of the symmetrised matrix S = D^{1/2} P D^{−1/2}, D = diag π, in
@@ -265,7 +304,7 @@ pub fn mixing(p: &DMatrix<f64>, pi: &[f64]) -> Mixing {
     } else if p.nrows() <= MAX_GENERAL_EIGEN_STATES {
         mixing_general(p)
     } else {
-        Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None }
+        Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None, undefined: None }
     }
 }
 
@@ -284,6 +323,7 @@ pub fn mixing_reversible(p: &DMatrix<f64>, pi: &[f64]) -> Mixing {
         abs_gap: Some(abs_gap),
         slem: Some(slem),
         relaxation_time: (abs_gap > 0.0).then(|| 1.0 / abs_gap),
+        undefined: None,
     }
 }
 
@@ -302,6 +342,7 @@ pub fn mixing_general(p: &DMatrix<f64>) -> Mixing {
         abs_gap: None,
         slem: Some(slem),
         relaxation_time: (slem < 1.0).then(|| 1.0 / (1.0 - slem)),
+        undefined: None,
     }
 }
 
@@ -547,6 +588,12 @@ pub fn thm51_bounds(target: &dyn Target, w: &[f64], alpha: f64) -> Result<Thm51B
 }
 
 /// What `dlp exact` reports for one sampler on one model.
+///
+/// The chain's class structure comes first ([`ExactReport::ergodicity`]); `stationary` and
+/// `total_variation` are present only when the stationary law is unique (one closed class).
+/// Otherwise each closed class carries its own law, and `uniform_start_limit` is the law a
+/// chain started uniformly at random tends to (what `dlp sample` draws from by default) — a
+/// start-dependent limit, not a property of the kernel.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ExactReport {
     /// The sampler's name.
@@ -559,13 +606,25 @@ pub struct ExactReport {
     pub states: Vec<Vec<i64>>,
     /// The target π.
     pub target: Vec<f64>,
-    /// The sampler's stationary law (of the one-cycle kernel).
-    pub stationary: Vec<f64>,
-    /// Total variation between the stationary law and π.
-    pub total_variation: f64,
+    /// Irreducibility, aperiodicity, the closed classes and their laws.
+    pub ergodicity: crate::ergodic::Ergodicity,
+    /// The sampler's stationary law (of the one-cycle kernel), when it is unique.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stationary: Option<Vec<f64>>,
+    /// Total variation between the stationary law and π, when the law is unique.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_variation: Option<f64>,
+    /// When the law is not unique: the limit of a chain started uniformly at random (Cesàro
+    /// limit for periodic classes), Σ_c P(end in c)·law_c.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uniform_start_limit: Option<Vec<f64>>,
+    /// Total variation between [`ExactReport::uniform_start_limit`] and π.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uniform_start_total_variation: Option<f64>,
     /// ‖πP − π‖∞ with π the target (≈ 1e−16 for an exact sampler).
     pub target_residual: f64,
-    /// ‖π̂P − π̂‖∞ of the solved stationary law π̂ (accuracy of the solve).
+    /// max over the closed classes of ‖π̂P − π̂‖∞, π̂ the class's solved law (embedded):
+    /// the accuracy of the solves.
     pub solve_residual: f64,
     /// max |π(x)P(x,y) − π(y)P(y,x)| with π the target (0 for a π-reversible kernel).
     pub detailed_balance_residual: f64,
@@ -573,17 +632,32 @@ pub struct ExactReport {
     /// kernel of several phases (a systematic scan) the product of the phase matrices.
     pub mixing_kernel: String,
     /// Spectral gap, absolute gap, SLEM and relaxation time of that matrix with respect to
-    /// its own stationary law [`ExactReport::stationary`] ([`mixing`]).
+    /// its own stationary law ([`mixing`]); undefined, with the reason, for a chain without a
+    /// unique law or with a period.
     pub mixing: Mixing,
 }
 
-/// Builds the one-cycle matrix of `sampler` on `target`, solves for its stationary law,
-/// compares it with π and computes the matrix's [`Mixing`] rates.
+/// Builds the one-cycle matrix of `sampler` on `target`, finds its class structure, solves
+/// each closed class for its law, compares with π where the law is unique and computes the
+/// matrix's [`Mixing`] rates where they are defined.
 pub fn exact_report(target: &dyn Target, sampler: &dyn Sampler) -> Result<ExactReport, ExactError> {
     let space: &Space = target.space();
     let p = cycle_matrix(target, sampler)?;
     let pi = crate::enumerate::probabilities(target)?;
-    let stat = stationary(&p)?;
+    let n = pi.len();
+    let classes = crate::ergodic::classes(&p);
+    let laws = crate::ergodic::class_laws(&p, &classes)?;
+    let ergodicity = crate::ergodic::ergodicity(space, &p, &pi, &classes, &laws);
+    let embedded = |c: usize| {
+        let mut v = vec![0.0; n];
+        for (&s, q) in classes.closed[c].iter().zip(&laws[c]) {
+            v[s] = *q;
+        }
+        v
+    };
+    let solve_residual = (0..laws.len()).map(|c| stationarity_residual(&embedded(c), &p)).fold(0.0, f64::max);
+    let stationary = classes.unique_law().then(|| embedded(0));
+    let limit = if classes.unique_law() { None } else { crate::ergodic::uniform_start_limit(n, &ergodicity) };
     let states = all_states(space, MAX_MATRIX_STATES)?;
     let m = n_phases(target, sampler)?;
     let mixing_kernel = if m == 1 {
@@ -591,19 +665,35 @@ pub fn exact_report(target: &dyn Target, sampler: &dyn Sampler) -> Result<ExactR
     } else {
         format!("P_0 P_1 ⋯ P_{}: one sweep, the product of the {m} phase matrices", m - 1)
     };
+    let mixing = match &stationary {
+        Some(law) if classes.aperiodic() => mixing(&p, law),
+        Some(_) => Mixing::undefined(format!(
+            "the chain is periodic (period {}): it does not converge, so it has no relaxation time and its \
+             spectrum has |λ| = 1 besides the Perron root",
+            classes.periods[0]
+        )),
+        None => Mixing::undefined(format!(
+            "the chain has {} closed classes: the eigenvalue 1 is repeated, so there is no spectral gap and the \
+             limit depends on the start",
+            classes.closed.len()
+        )),
+    };
     Ok(ExactReport {
         sampler: sampler.name(),
-        n_states: pi.len(),
+        n_states: n,
         n_phases: m,
         states: states.chunks(space.d).map(|x| x.iter().map(|&c| space.value(c)).collect()).collect(),
-        total_variation: total_variation(&stat, &pi),
+        total_variation: stationary.as_ref().map(|law| total_variation(law, &pi)),
+        uniform_start_total_variation: limit.as_ref().map(|l| total_variation(l, &pi)),
+        uniform_start_limit: limit,
         target_residual: stationarity_residual(&pi, &p),
-        solve_residual: stationarity_residual(&stat, &p),
+        solve_residual,
         detailed_balance_residual: detailed_balance_residual(&pi, &p),
         mixing_kernel,
-        mixing: mixing(&p, &stat),
+        mixing,
+        ergodicity,
+        stationary,
         target: pi,
-        stationary: stat,
     })
 }
 
@@ -728,7 +818,10 @@ mod tests {
         let n = MAX_GENERAL_EIGEN_STATES + 1;
         let big = DMatrix::from_fn(n, n, |i, j| if j == (i + 1) % n || i == j { 0.5 } else { 0.0 });
         let m = mixing(&big, &vec![1.0 / n as f64; n]);
-        assert_eq!(m, Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None });
+        assert_eq!(
+            m,
+            Mixing { reversible: false, gap: None, abs_gap: None, slem: None, relaxation_time: None, undefined: None }
+        );
     }
 
     /// P_1 ⊗ P_2 ⊗ ⋯ for the first coordinate most significant (as `index_of_state`).
@@ -820,13 +913,22 @@ mod tests {
     }
 
     #[test]
+    fn sparse_product_equals_the_dense_one() {
+        let a = DMatrix::from_fn(16, 16, |i, j| ((i * 7 + j * 3) % 11) as f64 / 11.0);
+        let b = DMatrix::from_fn(16, 16, |i, j| if j == i || j == (i + 5) % 16 { 0.5 } else { 0.0 });
+        assert!(max_abs_diff(&product(&a, &b), &(&a * &b)) < 1e-15);
+        let dense = DMatrix::from_fn(16, 16, |i, j| 1.0 / (1.0 + (i + j) as f64));
+        assert!(max_abs_diff(&product(&a, &dense), &(&a * &dense)) < 1e-15);
+    }
+
+    #[test]
     fn exact_report_names_the_mixing_kernel() {
         let t = Quadratic::spec_tiny();
         let sweep = dlp_samplers::build_sampler("gibbs-sweep", &Default::default()).unwrap();
         let r = exact_report(&t, sweep.as_ref()).unwrap();
         assert_eq!(r.n_phases, 3);
         assert!(r.mixing_kernel.contains("one sweep") && r.mixing_kernel.contains("3 phase"), "{}", r.mixing_kernel);
-        assert_eq!(r.mixing, mixing(&cycle_matrix(&t, sweep.as_ref()).unwrap(), &r.stationary));
+        assert_eq!(r.mixing, mixing(&cycle_matrix(&t, sweep.as_ref()).unwrap(), r.stationary.as_ref().unwrap()));
         let r = exact_report(&t, dula(0.5).as_ref()).unwrap();
         assert_eq!(r.mixing_kernel, "P: one step");
         assert!(r.mixing.reversible && r.mixing.gap.unwrap() > 0.0, "{:?}", r.mixing);

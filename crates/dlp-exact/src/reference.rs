@@ -637,6 +637,21 @@ pub fn rbm_block_gibbs(d: usize, m: usize, w: &[f64], b: &[f64], c: &[f64], spin
     p
 }
 
+/// `pas` with mean path length r (the registry's doc): on d ≥ 2 sites, r is clamped to
+/// [1, d], the short length is L = min(⌊r⌋, d − 1) and the long one L + 1, taken with
+/// probability θ = r − L clamped to [0.05, 0.95]; the kernel is (1 − θ)·[`pas`](L) +
+/// θ·[`pas`](L + 1). On one site it is `pas`(1).
+pub fn pas_mean(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError> {
+    let d = target.space().d;
+    if d < 2 {
+        return pas(target, 1);
+    }
+    let r = r.max(1.0).min(d as f64);
+    let short = (r.floor() as usize).min(d - 1);
+    let theta = (r - short as f64).max(0.05).min(0.95);
+    Ok(pas(target, short)? * (1.0 - theta) + pas(target, short + 1)? * theta)
+}
+
 /// Parameters of the named samplers that the reference needs.
 #[derive(Clone, Debug, Default)]
 pub struct RefParams {
@@ -699,6 +714,7 @@ pub fn reference_by_name(
         ("gwg", []) => one(gwg(target, 1)),
         ("gwg", [k]) => one(gwg(target, *k)),
         ("pas", [r]) => one(pas(target, *r)),
+        ("pas", []) if name == "pas" => one(pas_mean(target, alpha)),
         ("lb", []) => one(locally_balanced(target)),
         ("dlmc", []) => one(dlmc(target, alpha, true)),
         ("dlmcf", []) => one(dlmc(target, alpha, false)),

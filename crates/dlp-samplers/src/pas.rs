@@ -1,5 +1,7 @@
-//! Path auxiliary sampler `pas-<R>`: R distinct single-site flips per step, proposed along
-//! an auxiliary path and corrected by Metropolis–Hastings on (state, path).
+//! Path auxiliary samplers: `pas-<R>`, R distinct single-site flips per step, and `pas`, a
+//! fixed mixture of ⌊r⌋ and ⌊r⌋ + 1 flips around a mean path length r (adapted in warm-up),
+//! each proposed along an auxiliary path and corrected by Metropolis–Hastings on
+//! (state, path).
 //!
 //! Sun, Dai, Li, Schuurmans & Zhou, "Path Auxiliary Proposal for MCMC in Discrete Space",
 //! ICLR 2022 (§4: the path auxiliary proposal with the first-order, locally balanced
@@ -33,8 +35,25 @@
 //! move flips exactly R' sites, so an even R' never changes the parity of the number of ones
 //! (the chain stays in the parity class it starts in) and R' = d only ever proposes the
 //! complement. π-invariance holds for every R; ergodicity on {0,1}^d needs R' odd and
-//! R' < d (then R'-sets generate every flip set), or R' = 1. The exact suite checks πP = π;
-//! the empirical tests run `pas-3` on 4 sites for this reason.
+//! R' < d (then R'-sets generate every flip set), or R' = 1. `pas-<R>` is kept for comparison
+//! with the published fixed-length runs, and its registry row flags those spaces
+//! ([`Pas::not_ergodic_on`]): the CLI warns there, and the exact suite checks both that the
+//! flagged chains are reducible and that the unflagged ones are irreducible and aperiodic.
+//!
+//! `pas` (mean path length r, given as `--step-size`): each step first draws its length, L₂ =
+//! L₁ + 1 with probability θ and L₁ otherwise, where r is clamped to [1, d], L₁ = min(⌊r⌋,
+//! d − 1) and θ = r − L₁ clamped to [0.05, 0.95] (so an integer r still puts 5% on the other
+//! length); then it is the fixed-length step above with that length. The length is drawn
+//! independently of the state, so the kernel is the mixture (1 − θ)·P_{L₁} + θ·P_{L₂} of two
+//! π-reversible kernels, itself π-reversible. It is irreducible on {0,1}^d for d ≥ 2: flipping
+//! an L₂-set S ∪ {i} and then the L₁-set S flips site i alone, every such move has positive
+//! probability (positive site weights, positive acceptance where π > 0), and single flips
+//! connect the hypercube. The adaptive part follows Sun, Dai & Schuurmans, "Optimal Scaling for
+//! Locally Balanced Proposals in Discrete Spaces" (NeurIPS 2022), which tunes the path length
+//! toward acceptance 0.574; here `dlp sample`'s warm-up does that by dual averaging of log r
+//! (`crate::adapt`) and then freezes r, so the kept samples come from this one fixed kernel,
+//! which is what the exact suite checks. (DISCS rounds an adapted real radius to one integer
+//! per step, so a fixed even radius there keeps the parity trap.)
 //!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
@@ -57,17 +76,32 @@ use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
     Transition,
 };
+use rand::RngExt;
 use std::collections::BTreeMap;
 
-/// The path auxiliary sampler with paths of `r` distinct flips.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How many sites a PAS step flips.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PathLength {
+    /// Exactly R (min(R, d) on a d-site model): `pas-<R>`.
+    Fixed(usize),
+    /// Mean r: ⌊r⌋ or ⌊r⌋ + 1 flips, both with probability ≥ [`MIN_LENGTH_WEIGHT`] (module
+    /// doc): `pas --step-size r`.
+    Mean(f64),
+}
+
+/// The smallest probability either length of `pas`'s mixture gets, so that both parities are
+/// always proposed.
+pub const MIN_LENGTH_WEIGHT: f64 = 0.05;
+
+/// The path auxiliary sampler.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pas {
-    /// Path length R (≥ 1): sites flipped per proposal (min(R, d) on a d-site model).
-    pub r: usize,
+    /// Sites flipped per proposal.
+    pub length: PathLength,
 }
 
 impl Pas {
-    /// Checks `r ≥ 1`.
+    /// Fixed length `r ≥ 1` (`pas-<R>`).
     pub fn new(r: usize) -> Result<Self, SamplerError> {
         if r == 0 {
             return Err(SamplerError::BadParameter {
@@ -75,12 +109,73 @@ impl Pas {
                 message: "path length R = 0; R must be at least 1".into(),
             });
         }
-        Ok(Pas { r })
+        Ok(Pas { length: PathLength::Fixed(r) })
     }
 
-    /// Registry constructor for `pas-<R>`.
-    pub fn build(name: &SamplerName, _: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
-        Ok(Box::new(Pas::new(name.numbers.first().copied().unwrap_or(1))?))
+    /// Mean length `r` (finite, > 0; clamped to [1, d] on a d-site model) (`pas`).
+    pub fn with_mean(r: f64) -> Result<Self, SamplerError> {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(SamplerError::BadParameter {
+                sampler: "pas".into(),
+                message: format!("mean path length r = {r} (--step-size); r must be a finite number > 0"),
+            });
+        }
+        Ok(Pas { length: PathLength::Mean(r) })
+    }
+
+    /// Registry constructor for `pas-<R>` and `pas` (whose `--step-size` is the mean length r).
+    pub fn build(name: &SamplerName, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
+        match name.numbers.first() {
+            Some(&r) => Ok(Box::new(Pas::new(r)?)),
+            None => {
+                let r = params.step_size.ok_or_else(|| SamplerError::BadParameter {
+                    sampler: "pas".into(),
+                    message: "needs --step-size r, the mean path length (dlp sample adapts it when none is given)"
+                        .into(),
+                })?;
+                Ok(Box::new(Pas::with_mean(r)?))
+            }
+        }
+    }
+
+    /// (L₁, L₂, θ) on a d-site model: L₂ flips with probability θ, else L₁ (L₁ = L₂, θ = 0 for
+    /// a fixed length).
+    pub fn lengths(&self, d: usize) -> (usize, usize, f64) {
+        match self.length {
+            PathLength::Fixed(r) => (r.min(d), r.min(d), 0.0),
+            PathLength::Mean(_) if d <= 1 => (1, 1, 0.0),
+            PathLength::Mean(r) => {
+                let r = r.clamp(1.0, d as f64);
+                let lo = (r.floor() as usize).min(d - 1);
+                let theta = (r - lo as f64).clamp(MIN_LENGTH_WEIGHT, 1.0 - MIN_LENGTH_WEIGHT);
+                (lo, lo + 1, theta)
+            }
+        }
+    }
+
+    /// The registry's [`crate::registry::NotErgodicOn`] for `pas-<R>` on binary and spin spaces
+    /// (others are refused at start): R' = min(R, d) = d ≥ 2 only ever proposes the complement,
+    /// and an even R' keeps the parity of the number of ones (module doc). `pas` has neither trap.
+    pub fn not_ergodic_on(name: &SamplerName, space: &Space) -> Option<String> {
+        let &r = name.numbers.first()?;
+        let d = space.d;
+        if !space.is_binary_like() || d < 2 {
+            return None;
+        }
+        let len = r.min(d);
+        if len == d {
+            Some(format!(
+                "pas-{r} flips all {d} sites of this model at every step (R ≥ d), so the chain only moves between a \
+                 state and its complement: reducible; use `pas`"
+            ))
+        } else if len % 2 == 0 {
+            Some(format!(
+                "pas-{r} flips an even number of sites at every step, so the parity of the number of ones never \
+                 changes: two closed classes, and the samples depend on the start; use `pas` or an odd R"
+            ))
+        } else {
+            None
+        }
     }
 
     fn check(&self, space: &Space) -> Result<(), SamplerError> {
@@ -91,11 +186,6 @@ impl Pas {
                 message: "only binary and spin spaces are supported (categorical, ordinal are not)".into(),
             }),
         }
-    }
-
-    /// The number of flips on a d-site model: min(R, d).
-    fn len(&self, d: usize) -> usize {
-        self.r.min(d)
     }
 }
 
@@ -173,7 +263,10 @@ fn flip(x: &[u32], path: &[usize], y: &mut [u32]) {
 
 impl Sampler for Pas {
     fn name(&self) -> String {
-        format!("pas-{}", self.r)
+        match self.length {
+            PathLength::Fixed(r) => format!("pas-{r}"),
+            PathLength::Mean(_) => "pas".into(),
+        }
     }
 
     fn start<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<Box<dyn Chains + 't>, SamplerError> {
@@ -190,10 +283,13 @@ impl Sampler for Pas {
         for (((x, g), l), w) in x0.chunks(d).zip(grad.chunks(d)).zip(logit.chunks_mut(d)).zip(w.chunks_mut(d)) {
             site_weights(x, g, l, w);
         }
-        let len = self.len(d);
+        let (lo, hi, theta) = self.lengths(d);
         Ok(Box::new(PasChains {
             target,
-            len,
+            lo,
+            hi,
+            theta,
+            lens: vec![lo; n],
             x: x0.to_vec(),
             f,
             logit,
@@ -203,7 +299,7 @@ impl Sampler for Pas {
             grad_y: vec![0.0; n * d],
             logit_y: vec![0.0; d],
             w_y: vec![0.0; d],
-            paths: vec![0; n * len],
+            paths: vec![0; n * hi],
             scratch: vec![0.0; d],
             taken: vec![false; d],
         }))
@@ -216,56 +312,72 @@ impl Sampler for Pas {
 
 impl ExactKernel for Pas {
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        let d = target.space().d;
-        let len = self.len(d);
-        let eval = |y: &[u32]| {
-            let mut g = vec![0.0; d];
-            let f = target.log_density_grad(y, &mut g);
-            let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
-            site_weights(y, &g, &mut l, &mut w);
-            (f, l, w)
-        };
-        let (f_x, logit_x, w_x) = eval(x);
-        let mut cache: BTreeMap<Vec<u32>, (f64, Vec<f64>, Vec<f64>)> = BTreeMap::new();
-        let mut row: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
-        let mut taken = vec![false; d];
-        let mut stay = 1.0;
-        let mut y = vec![0; d];
-        // Every ordered path of `len` distinct sites, as a base-d counter skipping repeats.
-        let mut path = vec![0usize; len];
-        loop {
-            let distinct = (1..len).all(|r| !path[..r].contains(&path[r]));
-            if distinct && path.iter().all(|&i| w_x[i] > 0.0) {
-                let q = path_log_prob(&logit_x, &w_x, path.iter().copied(), &mut taken).exp();
-                flip(x, &path, &mut y);
-                let (f_y, logit_y, w_y) = cache.entry(y.clone()).or_insert_with(|| eval(&y));
-                let a = log_accept_ratio(f_x, *f_y, &logit_x, &w_x, logit_y, w_y, &path, &mut taken);
-                let p = q * accept_prob(a);
-                *row.entry(y.clone()).or_insert(0.0) += p;
-                stay -= p;
-            }
-            let mut pos = 0;
-            while pos < len {
-                path[pos] += 1;
-                if path[pos] < d {
-                    break;
-                }
-                path[pos] = 0;
-                pos += 1;
-            }
-            if pos == len {
-                break;
+        let (lo, hi, theta) = self.lengths(target.space().d);
+        let mut row = fixed_length_row(target, x, lo, 1.0 - theta);
+        if hi != lo {
+            for (y, p) in fixed_length_row(target, x, hi, theta) {
+                *row.entry(y).or_insert(0.0) += p;
             }
         }
-        *row.entry(x.to_vec()).or_insert(0.0) += stay.max(0.0);
         crate::gibbs::finish_row(row)
     }
 }
 
+/// `weight` times the transition row from `x` of the step with paths of `len` flips: every
+/// ordered path, with the functions `step` uses.
+fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> BTreeMap<Vec<u32>, f64> {
+    let d = target.space().d;
+    let eval = |y: &[u32]| {
+        let mut g = vec![0.0; d];
+        let f = target.log_density_grad(y, &mut g);
+        let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
+        site_weights(y, &g, &mut l, &mut w);
+        (f, l, w)
+    };
+    let (f_x, logit_x, w_x) = eval(x);
+    let mut cache: BTreeMap<Vec<u32>, (f64, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut row: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
+    let mut taken = vec![false; d];
+    let mut stay = 1.0;
+    let mut y = vec![0; d];
+    // Every ordered path of `len` distinct sites, as a base-d counter skipping repeats.
+    let mut path = vec![0usize; len];
+    loop {
+        let distinct = (1..len).all(|r| !path[..r].contains(&path[r]));
+        if distinct && path.iter().all(|&i| w_x[i] > 0.0) {
+            let q = path_log_prob(&logit_x, &w_x, path.iter().copied(), &mut taken).exp();
+            flip(x, &path, &mut y);
+            let (f_y, logit_y, w_y) = cache.entry(y.clone()).or_insert_with(|| eval(&y));
+            let a = log_accept_ratio(f_x, *f_y, &logit_x, &w_x, logit_y, w_y, &path, &mut taken);
+            let p = q * accept_prob(a);
+            *row.entry(y.clone()).or_insert(0.0) += weight * p;
+            stay -= p;
+        }
+        let mut pos = 0;
+        while pos < len {
+            path[pos] += 1;
+            if path[pos] < d {
+                break;
+            }
+            path[pos] = 0;
+            pos += 1;
+        }
+        if pos == len {
+            break;
+        }
+    }
+    *row.entry(x.to_vec()).or_insert(0.0) += weight * stay.max(0.0);
+    row
+}
+
 struct PasChains<'t> {
     target: &'t dyn Target,
-    /// Flips per proposal, min(R, d).
-    len: usize,
+    /// Flips per proposal: `hi` with probability `theta`, else `lo` (`Pas::lengths`).
+    lo: usize,
+    hi: usize,
+    theta: f64,
+    /// This step's length of each chain.
+    lens: Vec<usize>,
     x: Vec<u32>,
     f: Vec<f64>,
     /// Site log-weights and weights of the current states (d per chain).
@@ -296,10 +408,13 @@ impl Chains for PasChains<'_> {
 
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
         let d = self.target.space().d;
-        let (n, len) = (self.f.len(), self.len);
-        // Draw every chain's path first so that the proposals are evaluated in one batch.
+        let (n, hi) = (self.f.len(), self.hi);
+        // Draw every chain's path first so that the proposals are evaluated in one batch. A
+        // fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
         for (j, rng) in rngs.iter_mut().enumerate().take(n) {
-            let path = &mut self.paths[j * len..(j + 1) * len];
+            let len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
+            self.lens[j] = len;
+            let path = &mut self.paths[j * hi..j * hi + len];
             draw_path(&self.w[j * d..(j + 1) * d], path, &mut self.scratch, rng);
             flip(&self.x[j * d..(j + 1) * d], path, &mut self.y[j * d..(j + 1) * d]);
         }
@@ -314,7 +429,7 @@ impl Chains for PasChains<'_> {
                 &self.w[xs.clone()],
                 &self.logit_y,
                 &self.w_y,
-                &self.paths[j * len..(j + 1) * len],
+                &self.paths[j * hi..j * hi + self.lens[j]],
                 &mut self.taken,
             );
             let (accepted, accept_prob) = mh_accept(a, &mut rngs[j]);
@@ -324,7 +439,7 @@ impl Chains for PasChains<'_> {
                 self.logit[xs.clone()].copy_from_slice(&self.logit_y);
                 self.w[xs].copy_from_slice(&self.w_y);
             }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, len as u32);
+            info[j] = StepInfo::evaluated(accepted, accept_prob, self.lens[j] as u32);
         }
         Ok(())
     }
@@ -362,6 +477,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn mean_length_is_a_mixture_of_two_fixed_lengths() {
+        let (lo, hi) = (Pas::new(1).unwrap(), Pas::new(2).unwrap());
+        let mix = Pas::with_mean(1.3).unwrap();
+        assert_eq!(mix.lengths(3), (1, 2, 0.30000000000000004));
+        for t in [Quadratic::spec_tiny(), spin_tiny()] {
+            check_exact(&mix, &t, true);
+            let (a, b, m) = (matrix(&lo, &t, 0), matrix(&hi, &t, 0), matrix(&mix, &t, 0));
+            for ((ra, rb), rm) in a.iter().zip(&b).zip(&m) {
+                for ((pa, pb), pm) in ra.iter().zip(rb).zip(rm) {
+                    assert!((0.7 * pa + 0.3 * pb - pm).abs() < 1e-12, "{pa} {pb} {pm}");
+                }
+            }
+        }
+        let info = empirical_check(&mix, &Quadratic::spec_tiny(), &[0, 1, 0], 20_000, 41);
+        let twos = info.iter().filter(|i| i.n_proposed == 2).count() as f64 / info.len() as f64;
+        // P(2 flips) = 0.3: 20,000 draws, s.d. 0.0032, so ±0.02 is over 6 s.d. (p < 1e-9).
+        assert!((twos - 0.3).abs() < 0.02, "{twos}");
+    }
+
+    #[test]
+    fn lengths_clamp_and_keep_both_parities() {
+        let l = |r: f64, d: usize| Pas::with_mean(r).unwrap().lengths(d);
+        assert_eq!(l(0.2, 5), (1, 2, MIN_LENGTH_WEIGHT));
+        assert_eq!(l(2.0, 5), (2, 3, MIN_LENGTH_WEIGHT));
+        assert_eq!(l(2.99, 5), (2, 3, 1.0 - MIN_LENGTH_WEIGHT));
+        assert_eq!(l(9.0, 4), (3, 4, 1.0 - MIN_LENGTH_WEIGHT));
+        assert_eq!(l(3.0, 1), (1, 1, 0.0));
+        assert_eq!(Pas::new(6).unwrap().lengths(4), (4, 4, 0.0));
+        assert!(Pas::with_mean(f64::NAN).is_err() && Pas::with_mean(0.0).is_err());
+        assert_eq!(Pas::with_mean(1.5).unwrap().name(), "pas");
+    }
+
+    #[test]
+    fn fixed_lengths_flag_their_traps() {
+        let flag = |r: usize, space: Space| Pas::not_ergodic_on(&SamplerName::parse(&format!("pas-{r}")), &space);
+        assert!(flag(2, Space::spin(4)).unwrap().contains("parity"));
+        assert!(flag(4, Space::binary(6)).unwrap().contains("parity"));
+        assert!(flag(3, Space::binary(3)).unwrap().contains("complement"));
+        assert!(flag(5, Space::binary(2)).unwrap().contains("complement"));
+        assert_eq!(flag(1, Space::binary(4)), None);
+        assert_eq!(flag(3, Space::spin(5)), None);
+        assert_eq!(flag(1, Space::binary(1)), None);
+        assert_eq!(Pas::not_ergodic_on(&SamplerName::parse("pas"), &Space::binary(4)), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! (`crates/dlp-exact/tests/common`, from [`SamplerSpec::tests`]), whose coverage test fails
 //! for a family without a reference transcription in `dlp_exact::reference`.
 
-use dlp_core::{Sampler, SamplerError};
+use dlp_core::{Sampler, SamplerError, Space};
 
 /// Continuous parameters given next to the name (`--step-size`, …).
 #[derive(Clone, Debug, Default)]
@@ -45,6 +45,16 @@ impl SamplerName {
             _ => SamplerName { stem: name.to_string(), numbers: vec![] },
         }
     }
+}
+
+/// Where a family's chain is *not* irreducible and aperiodic: `None` on a space where it is,
+/// else the reason (the CLI warns with it; the exact suite checks every unflagged model).
+pub type NotErgodicOn = fn(&SamplerName, &Space) -> Option<String>;
+
+/// [`NotErgodicOn`] of a family whose kernel is irreducible and aperiodic on every model it
+/// accepts whose target is positive everywhere (what the exact suite checks on its models).
+pub fn ergodic_everywhere(_: &SamplerName, _: &Space) -> Option<String> {
+    None
 }
 
 /// Constructor of one sampler family.
@@ -142,6 +152,9 @@ pub struct SamplerSpec {
     /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
     /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
     pub particles: bool,
+    /// Where the chain is not irreducible and aperiodic (exact samplers: the exact suite
+    /// checks that every model this returns `None` for gives an irreducible, aperiodic chain).
+    pub not_ergodic_on: NotErgodicOn,
     /// What the test suites run.
     pub tests: TestSpec,
 }
@@ -224,6 +237,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dula"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -237,6 +251,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dmala"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -250,6 +265,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["pdula"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -263,6 +279,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["pdmala"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -277,6 +294,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dula-f32"], step_size: Some(0.4), ..NO_TESTS },
     },
     SamplerSpec {
@@ -291,6 +309,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dmala-f32"], step_size: Some(0.6), ..NO_TESTS },
     },
     SamplerSpec {
@@ -304,6 +323,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: true,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2) },
     },
     SamplerSpec {
@@ -318,6 +338,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: true,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2) },
     },
     SamplerSpec {
@@ -331,6 +352,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["gibbs"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -344,6 +366,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["gibbs-sweep"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -357,6 +380,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["bg-1", "bg-2"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -370,6 +394,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["hb-2-1", "hb-3-2"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -383,6 +408,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["gwg", "gwg-2", "gwg-3"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -396,7 +422,25 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["lb"], ..NO_TESTS },
+    },
+    SamplerSpec {
+        stem: "pas",
+        counts: PLAIN,
+        numbers: &[],
+        params: &[STEP_SIZE],
+        build: crate::pas::Pas::build,
+        doc: "path auxiliary sampler with a mean path length r (`--step-size`, adapted toward \
+              acceptance 0.574 in `dlp sample`'s warm-up): each step flips ⌊r⌋ or ⌊r⌋ + 1 distinct sites \
+              (both with probability ≥ 5%, so both parities: irreducible), drawn without replacement from \
+              the first-order √-balanced weights of the start state, MH on the path; binary/spin",
+        paper: "Sun et al. 2022 (ICLR), §4; adaptive length as Sun et al. 2022 (NeurIPS)",
+        exact: true,
+        needs_data: false,
+        particles: false,
+        not_ergodic_on: ergodic_everywhere,
+        tests: TestSpec { names: &["pas"], step_size: Some(2.5), ..NO_TESTS },
     },
     SamplerSpec {
         stem: "pas",
@@ -404,13 +448,14 @@ pub static REGISTRY: &[SamplerSpec] = &[
         numbers: &["R"],
         params: &[],
         build: crate::pas::Pas::build,
-        doc: "path auxiliary sampler: R distinct flips drawn without replacement from the \
-              first-order √-balanced weights of the start state, MH on the path; binary/spin",
+        doc: "path auxiliary sampler with exactly R flips per step (the published runs' fixed length); \
+              reducible for even R (parity kept) and for R ≥ d (complements only): use `pas` there",
         paper: "Sun et al. 2022 (ICLR), §4",
         exact: true,
         needs_data: false,
         particles: false,
-        tests: TestSpec { names: &["pas-1", "pas-3"], ..NO_TESTS },
+        not_ergodic_on: crate::pas::Pas::not_ergodic_on,
+        tests: TestSpec { names: &["pas-1", "pas-2", "pas-3"], ..NO_TESTS },
     },
     SamplerSpec {
         stem: "dlmc",
@@ -424,6 +469,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dlmc"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
@@ -437,6 +483,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["dlmcf"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
@@ -452,6 +499,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["acs-dmala-4"], step_size: Some(2.0), ..NO_TESTS },
     },
     SamplerSpec {
@@ -465,6 +513,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["acs-dula-3"], step_size: Some(2.0), ..NO_TESTS },
     },
     SamplerSpec {
@@ -478,6 +527,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: true,
         needs_data: false,
         particles: false,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["block-gibbs"], ..NO_TESTS },
     },
     SamplerSpec {
@@ -493,6 +543,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: true,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["gf-svgd"], step_size: Some(0.5), ..NO_TESTS },
     },
     SamplerSpec {
@@ -507,6 +558,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
         exact: false,
         needs_data: false,
         particles: true,
+        not_ergodic_on: ergodic_everywhere,
         tests: TestSpec { names: &["gf-svgd-relaxed"], step_size: Some(0.5), ..NO_TESTS },
     },
 ];
@@ -521,6 +573,12 @@ pub fn find(name: &str) -> Option<(&'static SamplerSpec, SamplerName)> {
     let parsed = SamplerName::parse(name);
     let spec = REGISTRY.iter().find(|s| s.stem == parsed.stem && s.counts.contains(&parsed.numbers.len()))?;
     Some((spec, parsed))
+}
+
+/// Why the sampler called `name` is not irreducible and aperiodic on `space`, if it is not
+/// (its row's [`SamplerSpec::not_ergodic_on`]); `None` for unknown names.
+pub fn not_ergodic_on(name: &str, space: &Space) -> Option<String> {
+    find(name).and_then(|(spec, parsed)| (spec.not_ergodic_on)(&parsed, space))
 }
 
 /// Builds the sampler called `name` with `params`.
