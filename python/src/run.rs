@@ -210,6 +210,11 @@ pub fn sample<'py>(
         // Parameter errors before any work.
         dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
     }
+    // As the CLI: a sampler the registry flags as not irreducible and aperiodic here gets a
+    // Python warning (RuntimeWarning) naming why.
+    if let Some(why) = dlp_samplers::registry::not_ergodic_on(sampler, &space) {
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &std::ffi::CString::new(why)?, 1)?;
+    }
     let x0 = match &init {
         Some(a) => {
             let x0 = to_indices(&space, a, "init")?;

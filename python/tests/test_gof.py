@@ -63,3 +63,21 @@ def test_exact_equals_dlp_exact(dlp_bin, examples):
     assert py["target"] == cli["target"]
     assert py.total_variation == cli["total_variation"]
     assert py["schema"] == cli["schema"] == "dlp.exact.report.v2"
+
+
+def test_reducible_pas_has_no_single_law_and_warns():
+    # The 4-spin chain with a strong field: pas-2 keeps the parity of the number of ones.
+    J = 0.2 * (np.eye(4, k=1) + np.eye(4, k=-1))
+    model = dlp.Model.ising(J, b=np.full(4, 1.5), domain="spin")
+    ex = dlp.exact(model, "pas-2")
+    assert not ex.irreducible and ex.verdict == "reducible: 2 closed classes (parity)"
+    with pytest.raises(ValueError, match="no unique stationary law"):
+        ex.stationary
+    for c in ex.closed_classes:
+        law = np.asarray(c["stationary"])
+        assert law.min() >= 0 and abs(law.sum() - 1) < 1e-12
+    assert abs(ex.uniform_start_limit.sum() - 1) < 1e-12
+    mix = dlp.exact(model, "pas", step_size=2.0)
+    assert mix.irreducible and mix.aperiodic and mix.total_variation < 1e-10
+    with pytest.warns(RuntimeWarning, match="even number of sites"):
+        dlp.sample(model, "pas-2", step_size=None, chains=2, steps=2)

@@ -60,20 +60,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // Refuse large spaces before building anything (the error names the limit).
     dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp exact")
         .map_err(exact_error)?;
-    dlp_cli::warn_if_not_ergodic(&args.run.sampler, space);
     let report = dlp_exact::exact_report(target, sampler.as_ref()).map_err(exact_error)?;
     let erg = &report.ergodicity;
     if !(erg.unique_stationary_law && erg.aperiodic) {
-        eprintln!(
-            "warning: {} on this model is {}: {}",
-            report.sampler,
-            erg.verdict,
-            if erg.unique_stationary_law {
-                "its law is unique but the chain does not converge to it"
-            } else {
-                "no unique stationary law; the report gives each closed class's law and the limit from a uniform start"
-            }
-        );
+        let what = if erg.unique_stationary_law {
+            "its law is unique but the chain does not converge to it".to_string()
+        } else {
+            "no unique stationary law; the report gives each closed class's law and the limit from a uniform start"
+                .to_string()
+        };
+        // The registry's reason, where the row flags this model, says why.
+        let why = dlp_samplers::registry::not_ergodic_on(&args.run.sampler, space)
+            .map_or(String::new(), |w| format!(" ({})", dlp_cli::one_line(&w)));
+        eprintln!("warning: {} on this model is {}: {what}{why}", report.sampler, erg.verdict);
     }
     let mut json = serde_json::to_value(&report).map_err(CliError::internal)?;
     if let Some(obj) = json.as_object_mut() {

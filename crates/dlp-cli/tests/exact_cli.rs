@@ -157,11 +157,11 @@ fn bad_input_is_one_error_line_and_exit_2() {
 }
 
 /// The 4-spin chain with a strong field on which `pas-2` sampled the wrong law.
-const FIELD4: &str = r#"{"kind":"ising","d":4,"domain":"spin","J":[[0,0.2,0,0],[0.2,0,0.2,0],[0,0.2,0,0.2],[0,0,0.2,0]],"b":[1.5,1.5,1.5,1.5]}"#;
+const FIELD4: &str = r#"{"schema":"dlp.model.v1","kind":"ising","d":4,"domain":"spin","J":[[0,0.2,0,0],[0.2,0,0.2,0],[0,0.2,0,0.2],[0,0,0.2,0]],"b":[1.5,1.5,1.5,1.5]}"#;
 
 /// A 5-spin ring without field: its two parity classes carry equal mass, where a solve of the
 /// singular system once printed a "stationary" vector with entries from −21.6 to +17.6.
-const RING5: &str = r#"{"kind":"ising","d":5,"domain":"spin","J":[[0,0.3,0,0,0.3],[0.3,0,0.3,0,0],[0,0.3,0,0.3,0],[0,0,0.3,0,0.3],[0.3,0,0,0.3,0]],"b":[0,0,0,0,0]}"#;
+const RING5: &str = r#"{"schema":"dlp.model.v1","kind":"ising","d":5,"domain":"spin","J":[[0,0.3,0,0,0.3],[0.3,0,0.3,0,0],[0,0.3,0,0.3,0],[0,0,0.3,0,0.3],[0.3,0,0,0.3,0]],"b":[0,0,0,0,0]}"#;
 
 #[test]
 fn reducible_pas_gets_per_class_laws_and_no_total_variation() {
@@ -172,7 +172,8 @@ fn reducible_pas_gets_per_class_laws_and_no_total_variation() {
     let out = case.run(&["--model", &model("field4.json"), "--sampler", "pas-2"]);
     let r = report(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("warning: pas-2 flips an even number") && stderr.contains("reducible"), "{stderr}");
+    assert!(stderr.starts_with("warning: pas-2 on this model is reducible: 2 closed classes (parity)"), "{stderr}");
+    assert!(stderr.contains("pas-2 flips an even number") && stderr.lines().count() == 1, "{stderr}");
     assert_eq!(r["ergodicity"]["verdict"], "reducible: 2 closed classes (parity)", "{r}");
     assert_eq!(r["ergodicity"]["irreducible"], false);
     assert!(r.get("stationary").is_none() && r.get("total_variation").is_none(), "{r}");
@@ -194,6 +195,14 @@ fn reducible_pas_gets_per_class_laws_and_no_total_variation() {
     assert_eq!(r["ergodicity"]["verdict"], "irreducible and aperiodic");
     assert!(r["total_variation"].as_f64().unwrap() < 1e-10, "{r}");
     assert!(r["mixing"]["slem"].as_f64().unwrap() < 1.0, "{r}");
+    // `dlp sample` warns too (the registry flags pas-2 on bits), and still runs.
+    let out = Command::new(env!("CARGO_BIN_EXE_dlp"))
+        .args(["sample", "--model", &model("field4.json"), "--sampler", "pas-2", "--chains", "4", "--steps", "3"])
+        .args(["--out", &model("s.csv")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.starts_with("warning: pas-2 flips an even number"), "{stderr}");
     // Equal-mass classes: still no stationary vector, and every class law is a law.
     let r = report(&case.run(&["--model", &model("ring5.json"), "--sampler", "pas-2"]));
     assert!(r.get("stationary").is_none(), "{r}");

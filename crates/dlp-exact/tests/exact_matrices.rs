@@ -341,3 +341,34 @@ random_models! {
     lb_random => "lb", prop_oneof![common::ising(MAX_D), common::rbm(6)];
     block_gibbs_random => "block-gibbs", common::rbm(MAX_D.min(7));
 }
+
+/// Beyond the registry's test names: every family with integer parts, at every part value in
+/// 1..=4 its constructor accepts (`pas-4`, `gwg-4`, `hb-4-3`, `bg-3`, `acs-dmala-2`, …), on
+/// every trap model it runs on, is irreducible and aperiodic exactly where its row does not
+/// flag the model (the cyclical samplers over a whole cycle).
+#[test]
+fn integer_parts_one_to_four_are_ergodic_where_unflagged() {
+    let mut checked = 0;
+    for spec in REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
+        for &count in spec.counts.iter().filter(|&&c| c > 0) {
+            let mut names = vec![spec.stem.to_string()];
+            for _ in 0..count {
+                names = names.iter().flat_map(|n| (1..=4).map(move |v| format!("{n}-{v}"))).collect();
+            }
+            for name in names {
+                for t in trap_models() {
+                    let d = t.space().d;
+                    let params = spec.test_params(|| common::precond(d));
+                    let Ok(sampler) = dlp_samplers::build_sampler(&name, &params) else { continue };
+                    if sampler.start(t.as_ref(), &vec![0u32; d]).is_err() {
+                        continue;
+                    }
+                    let p = dlp_exact::cycle_matrix(t.as_ref(), sampler.as_ref()).unwrap();
+                    check_ergodicity(&name, t.as_ref(), &p).unwrap();
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} (sampler, model) pairs ran");
+}
