@@ -86,6 +86,13 @@ fn check(case: &Case, target: &dyn Target, rbm: Option<RbmRef>) -> Result<Checke
 /// states.
 fn check_ergodicity(name: &str, target: &dyn Target, p: &DMatrix<f64>) -> Result<(), String> {
     let c = classes(p);
+    // Every closed class's law (what `dlp exact` prints) is a probability law.
+    for law in dlp_exact::ergodic::class_laws(p, &c).map_err(|e| format!("{name}: {e}"))? {
+        let sum: f64 = law.iter().sum();
+        if law.iter().any(|q| !(0.0..=1.0).contains(q)) || (sum - 1.0).abs() > 1e-9 {
+            return Err(format!("{name}: a class law is not a law: {law:?}"));
+        }
+    }
     let good = c.irreducible() && c.aperiodic();
     let verdict = dlp_exact::ergodic::verdict(target.space(), &c);
     match dlp_samplers::registry::not_ergodic_on(name, target.space()) {
