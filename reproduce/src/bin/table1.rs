@@ -1,4 +1,4 @@
-//! Table 1 and Fig. 9 of the main paper (§7.3, App. I.5; `reproduction.md` §3.5): ResNet
+//! Table 1 and Fig. 9 of the main paper (§7.3.2, App. I.4; `reproduction.md` §3.5): ResNet
 //! energy-based models of binarised MNIST trained by PCD with DMALA, DULA and GWG, test
 //! log-likelihood by AIS (the official evaluation's kernel, GWG-1, for every training sampler).
 //!
