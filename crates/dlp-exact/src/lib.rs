@@ -21,6 +21,7 @@ pub mod enumerate;
 pub mod ergodic;
 pub mod matrix;
 pub mod reference;
+pub mod spectrum;
 
 pub use enumerate::{
     EnumOptions, Enumeration, enumerate, enumerate_plain, enumerate_with, expectation, gray_code_applies,
