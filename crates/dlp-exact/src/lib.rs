@@ -79,6 +79,9 @@ pub enum ExactError {
     /// Every state has log-density −∞.
     #[error("every state has log-density −∞ (Z = 0)")]
     ZeroMass,
+    /// An eigensolver failed (non-finite entries, or its iteration limit).
+    #[error("eigenvalues: {0}")]
+    Eigen(String),
     /// The target could not be evaluated (no minibatch estimates, a device error).
     #[error(transparent)]
     Eval(#[from] dlp_core::EvalError),
