@@ -646,9 +646,9 @@ pub fn pas_mean(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError>
     if d < 2 {
         return pas(target, 1);
     }
-    let r = r.max(1.0).min(d as f64);
+    let r = r.clamp(1.0, d as f64);
     let short = (r.floor() as usize).min(d - 1);
-    let theta = (r - short as f64).max(0.05).min(0.95);
+    let theta = (r - short as f64).clamp(0.05, 0.95);
     Ok(pas(target, short)? * (1.0 - theta) + pas(target, short + 1)? * theta)
 }
 
