@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NEXTEST_SKIP = re.compile(r"^\s*SKIP \[[^\]]*\]\s+(?:\([^)]*\)\s+)?(\S+)\s+(\S+)\s*$")
 LIBTEST_IGNORED = re.compile(r"^test (.+?) \.\.\. ignored(?:, (.*))?$")
 PYTEST_SKIPPED = re.compile(r"^SKIPPED \[(\d+)\] (.*)$")
-IGNORE_ATTR = re.compile(r'#\[ignore(?:\s*=\s*"((?:[^"\\]|\\.)*)")?\]')
+# At the start of a line, so that `#[ignore]` quoted in a doc comment is not taken for one.
+IGNORE_ATTR = re.compile(r'^\s*#\[ignore(?:\s*=\s*"((?:[^"\\]|\\.)*)")?\]')
 
 
 def ignore_reasons() -> dict:
