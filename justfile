@@ -50,7 +50,9 @@ sweep name *args:
     cargo build --release --quiet -p dlp-reproduce --bin dlp-sweep --bin "$1"
     exec "${CARGO_TARGET_DIR:-target}/release/dlp-sweep" run "$@"
 
-# Fast test suite (exact tier included, statistical tier excluded): nextest if installed.
+# A test whose tool or data cache is missing skips with a note saying how to get it; under
+# CI=true or DLP_REQUIRE_ALL=1 it fails instead (`.ci/run` provides them all).
+# Fast test suite (exact tier included, statistical and data tiers excluded): nextest if installed.
 test:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -74,12 +76,19 @@ test-python profile="dev":
     pipi numpy pytest
     pipi ./python --config-settings=build-args=--profile={{profile}}
     rc=0
-    python3 -m pytest -q python/tests || rc=$?
+    python3 -m pytest -q -rs python/tests || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "error: pytest collected no tests in python/tests" >&2
         exit 1
     fi
     exit "$rc"
+
+# `just test-data`: the tests that need a trained model (#[ignore = "data tier: …"]; `just test`
+# does not claim them), with DLP_REQUIRE_ALL=1 so that a missing cache fails naming the command
+# that makes it (`just data moby-dick`, `just train-mlm`) instead of passing by skipping.
+# Tests that need a trained model (the data tier), in release
+test-data:
+    DLP_REQUIRE_ALL=1 cargo test -p dlp-reproduce --release --test mlm_standin -- --ignored
 
 # Statistical and large exact tests, in release (ignored tests and the `stat` feature).
 test-stat:

@@ -9,6 +9,27 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# test_skips.py runs a pytest inside a test to show that a skip fails in CI.
+pytest_plugins = ["pytester"]
+
+
+def strict() -> bool:
+    """The rule of dlp_core::testing::require (Python cannot call it): with `CI` or
+    `DLP_REQUIRE_ALL` set to anything but "", "0" or "false", a test may not pass by skipping."""
+    return any(os.environ.get(k, "").strip().lower() not in ("", "0", "false") for k in ("CI", "DLP_REQUIRE_ALL"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under `strict()`, a skip (pytest.skip, importorskip, skipif) is reported as a failure that
+    keeps its reason, so that CI cannot be green while testing less; xfail is left alone."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and strict() and not hasattr(rep, "wasxfail"):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = f"skipped under CI / DLP_REQUIRE_ALL=1, where a test may not pass by skipping: {reason}"
+
 
 @pytest.fixture(scope="session")
 def root() -> Path:

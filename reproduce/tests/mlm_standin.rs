@@ -3,24 +3,27 @@
 //! windows of 30 consecutive words from chapters 126–135, wrapped `[CLS] … [SEP]`; the one-pass
 //! energy (every word position in M, nothing masked) of each window against the same words in
 //! a seeded random order. Asserts ≥ 80 % of 64 pairs real > shuffled and mean real > mean
-//! shuffled (the spec measured 58/64, −50.0 vs −54.2). Ignored (needs the trained model and
-//! `just data moby-dick`; run by `just test-stat` or `cargo test -p dlp-reproduce --release
-//! --test mlm_standin -- --ignored`); passes with a note when either is absent.
+//! shuffled (the spec measured 58/64, −50.0 vs −54.2). Ignored: it needs the trained model
+//! (`just train-mlm`, 20-30 min on 2 cores, too long for CI), so `just test` does not claim it;
+//! `just test-data` runs it with `DLP_REQUIRE_ALL=1`, where a missing model or corpus is a
+//! failure naming the command that makes it (`dlp_core::testing::require`).
 
 use dlp_candle::Device;
 use dlp_candle::bert::BertMlm;
 use dlp_candle::candle_core::{self, Tensor};
 use dlp_core::rng::setup_rng;
+use dlp_core::testing::require::Requirement;
 use dlp_text::corpus::{MobyDick, WordVocab, default_moby_dir};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 
 #[test]
-#[ignore]
+#[ignore = "data tier: needs the trained stand-in MLM (just train-mlm); run by just test-data"]
 fn trained_stand_in_prefers_real_text_to_shuffled() {
     let model_dir = dlp_text::cache_dir().join("mlm-moby");
-    if !model_dir.join("model.safetensors").exists() || !default_moby_dir().join("chapter_135.json").exists() {
-        eprintln!("skipped: {} or the Moby Dick cache is absent (just train-mlm)", model_dir.display());
+    let corpus = Requirement::new("the Moby Dick cache", "just data moby-dick");
+    let model = Requirement::new(format!("the trained stand-in MLM {}", model_dir.display()), "just train-mlm");
+    if !corpus.path(default_moby_dir().join("chapter_135.json")) || !model.path(model_dir.join("model.safetensors")) {
         return;
     }
     let (model, _) = BertMlm::load(&model_dir, &Device::Cpu).unwrap();

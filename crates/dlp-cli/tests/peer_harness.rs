@@ -1,10 +1,12 @@
 //! The peer harness of `just bench-peer` (bench/peer, scripts/bench_peer.sh,
 //! scripts/bench_report.py) without torch: the C floor's and the numpy reference's
 //! self-checks, the joiner on both JSON-lines formats (the peer's and `dlp bench`'s) with
-//! ratios checked exactly, the paper-page splice, and the bad-argument rows. A test whose tool
-//! is missing here (no C compiler, no python3, no numpy) says so on stderr and passes: the
-//! harness is optional equipment, and CI must not install torch.
+//! ratios checked exactly, the paper-page splice, and the bad-argument rows. None needs torch
+//! (CI must not install it). `.ci/run` provides what they do need (a C compiler, python3 with
+//! numpy); elsewhere a missing tool is a skip note, and a failure under `CI` or
+//! `DLP_REQUIRE_ALL=1` (`dlp_core::testing::require`).
 
+use dlp_core::testing::require::Requirement;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,8 +15,10 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-fn have(cmd: &str, args: &[&str]) -> bool {
-    Command::new(cmd).args(args).output().map(|o| o.status.success()).unwrap_or(false)
+/// Whether `argv` runs and exits 0; if not, a skip or (in CI) a failure naming `what` and the
+/// command that installs it.
+fn have(argv: &[&str], what: &str, install: &str) -> bool {
+    Requirement::new(what, install).command(argv)
 }
 
 fn ok(out: &Output) -> String {
@@ -25,8 +29,7 @@ fn ok(out: &Output) -> String {
 
 #[test]
 fn c_floor_self_check_passes() {
-    if !have("cc", &["--version"]) {
-        eprintln!("skipped: no C compiler (cc) to build bench/peer/floor_dula.c");
+    if !have(&["cc", "--version"], "a C compiler (cc) to build bench/peer/floor_dula.c", "apt-get install gcc") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -42,8 +45,8 @@ fn c_floor_self_check_passes() {
 
 #[test]
 fn numpy_reference_self_check_passes() {
-    if !have("python3", &["-c", "import numpy"]) {
-        eprintln!("skipped: no python3 with numpy for bench/peer/np_dlp.py --check");
+    let what = "python3 with numpy for bench/peer/np_dlp.py --check";
+    if !have(&["python3", "-c", "import numpy"], what, "python3 -m pip install numpy") {
         return;
     }
     // Sparse energy and flip gains equal the dense formula (to float32 rounding); DMALA's
@@ -64,8 +67,7 @@ fn peer_record(imp: &str, sampler: &str, l: usize, chains: usize, seconds: Optio
 
 #[test]
 fn joiner_reads_both_formats_and_gives_same_run_ratios() {
-    if !have("python3", &["--version"]) {
-        eprintln!("skipped: no python3 for scripts/bench_report.py");
+    if !have(&["python3", "--version"], "python3 for scripts/bench_report.py", "apt-get install python3") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -130,8 +132,7 @@ fn joiner_reads_both_formats_and_gives_same_run_ratios() {
 
 #[test]
 fn paper_block_is_appended_once_then_replaced() {
-    if !have("python3", &["--version"]) {
-        eprintln!("skipped: no python3 for bench/peer/paper_section.py");
+    if !have(&["python3", "--version"], "python3 for bench/peer/paper_section.py", "apt-get install python3") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,8 @@ use crate::space::{DomainKind, Space};
 use crate::target::Target;
 use std::path::Path;
 
+pub mod require;
+
 /// f(x) = xᵀ W x + bᵀ x on the sampler coordinates (bits for binary/spin, values for
 /// ordinal), W any d × d matrix (the diagonal counts, spec pitfall P9), with
 /// ∇f = (W + Wᵀ) x + b. Spec §4.3 and §4.6 are instances.

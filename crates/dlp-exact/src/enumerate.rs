@@ -533,7 +533,7 @@ mod tests {
     /// Before/after on the Fig. 3 model (prints times; speed is not asserted):
     /// `cargo test -p dlp-exact --release --lib -- --ignored --nocapture gray_vs_plain`.
     #[test]
-    #[ignore]
+    #[ignore = "2^25-state timing print, release: just test-stat"]
     fn gray_vs_plain_5x5_timing() {
         let t = dlp_models::IsingModel::paper_lattice(5, 0.1, 0.2);
         let opts = EnumOptions { pair_moments: false, keep_probs: false };

@@ -27,7 +27,7 @@ fn ising_3x3_matches_spec_4_7() {
 
 /// 2^25 states: a few seconds in release, longer at opt-level 1; run with `--ignored`.
 #[test]
-#[ignore]
+#[ignore = "2^25 states, release: just test-stat"]
 fn ising_5x5_matches_spec_4_1() {
     let t = LatticeIsing::new(5, 0.1, 0.2);
     // Sites 0 and 1 are nearest neighbours; an extra function is far cheaper than all d² pairs.
@@ -46,7 +46,7 @@ fn ising_5x5_matches_spec_4_1() {
 /// mean at α = 0.1/0.2/0.4 (the Fig. 3 plateau) by enumerating π_α ∝ π·Z_α over 2^25 states.
 /// Release only: `cargo test -p dlp-exact --release -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "2^25 states, release: just test-stat"]
 fn paper_lattice_5x5_and_dula_plateau_match_spec_4_1_and_4_2() {
     let t = dlp_models::IsingModel::paper_lattice(5, 0.1, 0.2);
     let opts = EnumOptions { pair_moments: false, keep_probs: false };

@@ -491,7 +491,7 @@ mod tests {
     /// 200 chains × 2,500 steps after 500 burn-in: the acceptance-probability mean has a
     /// standard error well below 0.005, so a ±0.02 miss is not noise.
     #[test]
-    #[ignore]
+    #[ignore = "statistical 200 chains x 3,000 steps: just test-stat"]
     fn gwg_k_acceptance_on_the_5x5_ising() {
         use rand::RngExt;
         let ising = dlp_models::IsingModel::paper_lattice(5, 0.1, 0.2);
