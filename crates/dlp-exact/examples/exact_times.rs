@@ -73,7 +73,7 @@ fn main() {
     }
     if only.is_empty() || only.contains(&"bnn") {
         // p = 1 input, H = 3 hidden units: 3 + 3 + 3 + 1 = 10 binary weights, 8 data rows.
-        let text = r#"{"kind": "bnn", "d": 10, "hidden": 3, "tau": 1.0,
+        let text = r#"{"schema": "dlp.model.v1", "kind": "bnn", "d": 10, "hidden": 3, "tau": 1.0,
             "x": [[0.3], [-1.2], [0.8], [1.5], [-0.4], [2.0], [-1.7], [0.1]],
             "y": [0.2, -0.9, 0.5, 1.1, -0.3, 1.4, -1.3, 0.0]}"#;
         let bnn = dlp_models::parse_model_str(text, dlp_models::Format::Json, "bnn.json").unwrap();

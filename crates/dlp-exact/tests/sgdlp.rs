@@ -175,6 +175,10 @@ fn every_data_sampler_of_the_registry_matches_its_reference_by_name() {
                 .unwrap();
             assert_eq!(r.len(), 1, "{name}: one phase");
             assert!(max_abs_diff(&p, &r[0]) < 1e-12, "{name}");
+            // Irreducible and aperiodic, as its registry row (unflagged) claims.
+            let c = dlp_exact::ergodic::classes(&p);
+            assert!(dlp_samplers::registry::not_ergodic_on(name, t.space()).is_none(), "{name} is flagged");
+            assert!(c.irreducible() && c.aperiodic(), "{name}: {}", dlp_exact::ergodic::verdict(t.space(), &c));
         }
     }
 }
