@@ -22,6 +22,7 @@ fn time(label: &str, target: &dyn Target, name: &str, params: &dlp_samplers::Sam
     let build = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let classes = ergodic::classes(&p);
+    let structure = t.elapsed().as_secs_f64();
     let laws = ergodic::class_laws(&p, &classes).unwrap();
     let law = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -37,7 +38,7 @@ fn time(label: &str, target: &dyn Target, name: &str, params: &dlp_samplers::Sam
     };
     let rate = t.elapsed().as_secs_f64();
     println!(
-        "{label:>10} {name:>12}  matrix {build:7.2} s  law {law:7.2} s  rates {rate:7.2} s  total {:7.2} s  {rates}",
+        "{label:>10} {name:>12}  matrix {build:7.2} s  law {law:7.2} s (classes {structure:.2} s)  rates {rate:7.2} s  total {:7.2} s  {rates}",
         build + law + rate
     );
 }
