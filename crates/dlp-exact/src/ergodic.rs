@@ -91,23 +91,22 @@ pub fn classes(p: &DMatrix<f64>) -> Classes {
 /// Strongly connected component of every state (Tarjan 1972), iteratively: `cursor[v]` is the
 /// next column of row v to scan, so each row is read once in all.
 fn strongly_connected(p: &DMatrix<f64>) -> Vec<usize> {
-    const NONE: usize = usize::MAX;
     let n = p.nrows();
-    let (mut index, mut low, mut comp) = (vec![NONE; n], vec![0; n], vec![NONE; n]);
-    let (mut on_stack, mut cursor) = (vec![false; n], vec![0; n]);
-    let (mut stack, mut call) = (Vec::new(), Vec::new());
-    let (mut counter, mut n_comp) = (0, 0);
+    let mut t = Tarjan {
+        index: vec![NONE; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        call: Vec::new(),
+        counter: 0,
+    };
+    let (mut comp, mut cursor, mut n_comp) = (vec![NONE; n], vec![0; n], 0);
     for root in 0..n {
-        if index[root] != NONE {
+        if t.index[root] != NONE {
             continue;
         }
-        index[root] = counter;
-        low[root] = counter;
-        counter += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        call.push(root);
-        while let Some(&v) = call.last() {
+        t.visit(root);
+        while let Some(&v) = t.call.last() {
             let mut descended = false;
             while cursor[v] < n {
                 let w = cursor[v];
@@ -115,29 +114,24 @@ fn strongly_connected(p: &DMatrix<f64>) -> Vec<usize> {
                 if p[(v, w)] <= 0.0 {
                     continue;
                 }
-                if index[w] == NONE {
-                    index[w] = counter;
-                    low[w] = counter;
-                    counter += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    call.push(w);
+                if t.index[w] == NONE {
+                    t.visit(w);
                     descended = true;
                     break;
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
+                } else if t.on_stack[w] {
+                    t.low[v] = t.low[v].min(t.index[w]);
                 }
             }
             if descended {
                 continue;
             }
-            call.pop();
-            if let Some(&u) = call.last() {
-                low[u] = low[u].min(low[v]);
+            t.call.pop();
+            if let Some(&u) = t.call.last() {
+                t.low[u] = t.low[u].min(t.low[v]);
             }
-            if low[v] == index[v] {
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
+            if t.low[v] == t.index[v] {
+                while let Some(w) = t.stack.pop() {
+                    t.on_stack[w] = false;
                     comp[w] = n_comp;
                     if w == v {
                         break;
@@ -148,6 +142,32 @@ fn strongly_connected(p: &DMatrix<f64>) -> Vec<usize> {
         }
     }
     comp
+}
+
+/// Not yet visited.
+const NONE: usize = usize::MAX;
+
+/// Tarjan's search state: discovery index, low link, the component stack and the explicit
+/// call stack.
+struct Tarjan {
+    index: Vec<usize>,
+    low: Vec<usize>,
+    on_stack: Vec<bool>,
+    stack: Vec<usize>,
+    call: Vec<usize>,
+    counter: usize,
+}
+
+impl Tarjan {
+    /// Discovers state `v`: numbers it and puts it on both stacks.
+    fn visit(&mut self, v: usize) {
+        self.index[v] = self.counter;
+        self.low[v] = self.counter;
+        self.counter += 1;
+        self.stack.push(v);
+        self.on_stack[v] = true;
+        self.call.push(v);
+    }
 }
 
 /// The period of the closed class `class`: the gcd of level(u) + 1 − level(v) over the
