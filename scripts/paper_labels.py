@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Extract the citable labels of the papers' texts into paper/labels.json.
 
-Run by hand when a paper text changes: `python3 scripts/paper_labels.py [PAPERS_DIR]`
-(default ../shared/papers, next to the repository). The papers are not kept in the
+Run by hand when a paper text changes: `python3 scripts/paper_labels.py PAPERS_DIR` (the
+directory of the papers' text files). Nothing that builds or tests the project runs it, and it
+has no default location: the papers are not kept in the
 repository, so the citation test (crates/dlp-core/tests/paper_citations.rs) reads only the
 file written here. The texts are plain-text conversions that lost most equation numbers and
 every figure caption's own line in paper 000, so each label is collected from the headings
@@ -95,7 +96,9 @@ def extract(text):
 
 
 def main():
-    src = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent / "shared" / "papers"
+    if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
+        sys.exit("error: give the directory of the papers' text files: python3 scripts/paper_labels.py PAPERS_DIR")
+    src = pathlib.Path(sys.argv[1])
     papers = {}
     for pid, title in PAPERS.items():
         [path] = sorted(src.glob(f"{pid}_*.txt"))
