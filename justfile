@@ -31,11 +31,23 @@ reproduce +args:
         exit 2
     fi
     list=$(printf -- '--bin %s ' "${bins[@]}")
-    cargo build --release --quiet -p dlp-reproduce $list
+    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "${bins[@]}") $list
     for bin in "${bins[@]}"; do
         echo "== $bin"
         "${CARGO_TARGET_DIR:-target}/release/$bin" "$@"
     done
+
+# `--no-default-features` when none of the named binaries needs candle (feature `tensor`, the
+# `required-features` rows of reproduce/Cargo.toml): a first `just reproduce fig3` then compiles
+# no tensor code and no eigensolver.
+[private]
+_reproduce-features +bins:
+    #!/usr/bin/env bash
+    tensor=$(awk '/^\[\[/{name=""} /^name = /{gsub(/"/,"",$3); name=$3} /^required-features = \["tensor"\]/{print name}' reproduce/Cargo.toml)
+    for b in {{bins}}; do
+        if grep -qx -- "$b" <<< "$tensor"; then exit 0; fi
+    done
+    echo --no-default-features
 
 # `just sweep fig3 --seeds 0..8 --quick --samplers dmala@0.4,gwg [--engine slurm --partition P]`:
 # one run per seed and value (a value with commas varies), resumable, gathered (README "Sweeps").
@@ -47,7 +59,7 @@ sweep name *args:
         echo "error: no reproduction binary $1 (have: $(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | tr '\n' ' '))" >&2
         exit 2
     fi
-    cargo build --release --quiet -p dlp-reproduce --bin dlp-sweep --bin "$1"
+    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "$1") --bin dlp-sweep --bin "$1"
     exec "${CARGO_TARGET_DIR:-target}/release/dlp-sweep" run "$@"
 
 # A test whose tool or data cache is missing skips with a note saying how to get it; under

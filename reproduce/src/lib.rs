@@ -19,14 +19,18 @@
 
 pub mod args;
 pub mod bias;
+#[cfg(feature = "tensor")]
 pub mod bnn;
 pub mod corv;
+#[cfg(feature = "tensor")]
 pub mod corv_bnn;
 pub mod csv_out;
+#[cfg(feature = "tensor")]
 pub mod ebm;
 pub mod gf_svgd;
 pub mod gof_power;
 pub mod grid;
+#[cfg(feature = "tensor")]
 pub mod infill;
 pub mod ising;
 mod meta;
@@ -39,7 +43,9 @@ pub mod report;
 pub mod results;
 pub mod sweep;
 
-pub use args::{CommonArgs, SamplerSpec, main_with, main_with_chain_graphs, one_sampler, parse_list, parse_samplers};
+#[cfg(feature = "tensor")]
+pub use args::main_with_chain_graphs;
+pub use args::{CommonArgs, SamplerSpec, main_with, one_sampler, parse_list, parse_samplers};
 pub use dlp_core::io::atomic_write;
 pub use meta::locked_version;
 pub use observe::{Checkpoint, CurvePoint, MeanErrorObserver, chain0_series, merge_curves};

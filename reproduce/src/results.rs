@@ -108,10 +108,10 @@ struct CellFile<T> {
 
 impl Run {
     /// Creates the results directory, sizes the global thread pool, registers the plot font
-    /// and keeps freed tensor buffers for reuse ([`dlp_candle::keep_freed_buffers`]). Call
+    /// and keeps freed tensor buffers for reuse ([`dlp_core::memory::keep_freed_buffers`]). Call
     /// once, first thing in `main`.
     pub fn start(name: &str, common: &CommonArgs) -> Result<Run> {
-        dlp_candle::keep_freed_buffers();
+        dlp_core::memory::keep_freed_buffers();
         let dir = common.out.clone().unwrap_or_else(|| Path::new("results").join(name));
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         if let Some(t) = common.threads {

@@ -30,6 +30,7 @@ pub mod draw;
 pub mod io;
 pub mod lift;
 pub mod math;
+pub mod memory;
 pub mod progress;
 pub mod rng;
 pub mod run;

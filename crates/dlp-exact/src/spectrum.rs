@@ -15,10 +15,11 @@
 //! measured times are one-core times. The dense solvers return `Result<_, String>` because
 //! faer's can fail (non-finite input, QR iteration limit); nothing here panics on bad input.
 
-use faer::diag::Diag;
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd::{self, ComputeEigenvectors, EvdParams, SelfAdjointEvdParams};
-use faer::{MatRef, Par, Spec};
+//!
+//! faer is behind the crate's default feature `spectrum`: a build without it (the light
+//! reproductions, which only enumerate) compiles no dense eigensolver, and these functions
+//! then return an error saying so.
+
 use nalgebra::{Complex, DMatrix};
 use serde::{Deserialize, Serialize};
 
@@ -43,13 +44,7 @@ pub fn symmetric_eigenvalues(s: &DMatrix<f64>) -> Result<Vec<f64>, String> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let a = MatRef::from_column_major_slice(s.as_slice(), n, n);
-    let mut w = Diag::<f64>::zeros(n);
-    let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
-    let mut buf = MemBuffer::new(evd::self_adjoint_evd_scratch::<f64>(n, ComputeEigenvectors::No, Par::Seq, params));
-    evd::self_adjoint_evd(a, w.as_mut(), None, Par::Seq, MemStack::new(&mut buf), params)
-        .map_err(|e| format!("symmetric eigenvalues of a {n} × {n} matrix: faer failed ({e:?})"))?;
-    let mut ev: Vec<f64> = w.column_vector().iter().copied().collect();
+    let mut ev = dense::self_adjoint(s.as_slice(), n)?;
     ev.sort_by(|a, b| b.total_cmp(a));
     Ok(ev)
 }
@@ -65,28 +60,21 @@ pub fn general_eigenvalues(p: &DMatrix<f64>) -> Result<Vec<Complex<f64>>, String
     if p.ncols() != n {
         return Err(format!("general eigenvalues: the matrix is {n} × {}, not square", p.ncols()));
     }
-    eigenvalues_of(MatRef::from_column_major_slice(p.as_slice(), n, n))
+    eigenvalues_of(p.as_slice(), n)
 }
 
-/// [`general_eigenvalues`] of a faer matrix view (also used on the small Arnoldi matrices).
-fn eigenvalues_of(a: MatRef<'_, f64>) -> Result<Vec<Complex<f64>>, String> {
-    let n = a.nrows();
-    if let Some((i, j)) = (0..n).flat_map(|j| (0..n).map(move |i| (i, j))).find(|&(i, j)| !a[(i, j)].is_finite()) {
-        return Err(format!("general eigenvalues: entry ({i}, {j}) is {}", a[(i, j)]));
+/// [`general_eigenvalues`] of an n × n column-major matrix (also used on the small Arnoldi
+/// matrices).
+fn eigenvalues_of(a: &[f64], n: usize) -> Result<Vec<Complex<f64>>, String> {
+    if let Some(k) = a.iter().position(|v| !v.is_finite()) {
+        return Err(format!("general eigenvalues: entry ({}, {}) is {}", k % n, k / n, a[k]));
     }
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut re = Diag::<f64>::zeros(n);
-    let mut im = Diag::<f64>::zeros(n);
-    let params: Spec<EvdParams, f64> = Default::default();
-    let req = evd::evd_scratch::<f64>(n, ComputeEigenvectors::No, ComputeEigenvectors::No, Par::Seq, params);
-    let mut buf = MemBuffer::new(req);
-    evd::evd_real(a, re.as_mut(), im.as_mut(), None, None, Par::Seq, MemStack::new(&mut buf), params)
-        .map_err(|e| format!("general eigenvalues of a {n} × {n} matrix: faer failed ({e:?})"))?;
-    let mut ev: Vec<Complex<f64>> =
-        re.column_vector().iter().zip(im.column_vector().iter()).map(|(&r, &i)| Complex::new(r, i)).collect();
-    check_power_sums(a, &ev)?;
+    let (re, im) = dense::real_schur(a, n)?;
+    let mut ev: Vec<Complex<f64>> = re.iter().zip(&im).map(|(&r, &i)| Complex::new(r, i)).collect();
+    check_power_sums(a, n, &ev)?;
     sort_by_modulus(&mut ev);
     Ok(ev)
 }
@@ -102,16 +90,16 @@ fn sort_by_modulus(ev: &mut [Complex<f64>]) {
 /// were good. The first two power sums of the spectrum are backward stable: Σλ = tr A and
 /// Σλ² = tr A² up to O(n^{3/2}·ε·‖A‖_F^k) for any computed Schur form, however ill-conditioned
 /// the individual eigenvalues; an eigenvalue left unconverged breaks them at O(‖A‖).
-fn check_power_sums(a: MatRef<'_, f64>, ev: &[Complex<f64>]) -> Result<(), String> {
-    let n = a.nrows();
+fn check_power_sums(a: &[f64], n: usize, ev: &[Complex<f64>]) -> Result<(), String> {
+    let a = |i: usize, j: usize| a[i + j * n];
     let mut trace = 0.0;
     let mut trace_sq = 0.0;
     let mut frob_sq = 0.0;
     for j in 0..n {
-        trace += a[(j, j)];
+        trace += a(j, j);
         for i in 0..n {
-            trace_sq += a[(i, j)] * a[(j, i)];
-            frob_sq += a[(i, j)] * a[(i, j)];
+            trace_sq += a(i, j) * a(j, i);
+            frob_sq += a(i, j) * a(i, j);
         }
     }
     let frob = frob_sq.sqrt();
@@ -294,7 +282,7 @@ struct Ritz {
 
 /// [`Ritz`] of the k × k column-major `hk`; `None` if its eigenproblem failed.
 fn top_ritz(hk: &[f64], k: usize) -> Option<Ritz> {
-    let ev = eigenvalues_of(MatRef::from_column_major_slice(hk, k, k)).ok()?;
+    let ev = eigenvalues_of(&hk[..k * k], k).ok()?;
     let y = eigenvector(hk, k, ev[0]);
     let small_residual = (0..k)
         .map(|i| {
@@ -576,6 +564,56 @@ fn arnoldi_slem(p: &DMatrix<f64>, pi: &[f64], tol: f64, max_matvecs: usize, m: u
         }
         k = q;
         drift = restart_drift;
+    }
+}
+
+/// The two dense solves, from faer (feature `spectrum`): eigenvalues only, one thread.
+#[cfg(feature = "spectrum")]
+mod dense {
+    use faer::diag::Diag;
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::evd::{self, ComputeEigenvectors, EvdParams, SelfAdjointEvdParams};
+    use faer::{MatRef, Par, Spec};
+
+    /// Eigenvalues (unsorted) of the symmetric n × n column-major `s` (lower triangle read).
+    pub(super) fn self_adjoint(s: &[f64], n: usize) -> Result<Vec<f64>, String> {
+        let a = MatRef::from_column_major_slice(s, n, n);
+        let mut w = Diag::<f64>::zeros(n);
+        let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
+        let mut buf =
+            MemBuffer::new(evd::self_adjoint_evd_scratch::<f64>(n, ComputeEigenvectors::No, Par::Seq, params));
+        evd::self_adjoint_evd(a, w.as_mut(), None, Par::Seq, MemStack::new(&mut buf), params)
+            .map_err(|e| format!("symmetric eigenvalues of a {n} × {n} matrix: faer failed ({e:?})"))?;
+        Ok(w.column_vector().iter().copied().collect())
+    }
+
+    /// Real and imaginary parts of the eigenvalues (unsorted) of the n × n column-major `a`.
+    pub(super) fn real_schur(a: &[f64], n: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
+        let a = MatRef::from_column_major_slice(a, n, n);
+        let mut re = Diag::<f64>::zeros(n);
+        let mut im = Diag::<f64>::zeros(n);
+        let params: Spec<EvdParams, f64> = Default::default();
+        let req = evd::evd_scratch::<f64>(n, ComputeEigenvectors::No, ComputeEigenvectors::No, Par::Seq, params);
+        let mut buf = MemBuffer::new(req);
+        evd::evd_real(a, re.as_mut(), im.as_mut(), None, None, Par::Seq, MemStack::new(&mut buf), params)
+            .map_err(|e| format!("general eigenvalues of a {n} × {n} matrix: faer failed ({e:?})"))?;
+        Ok((re.column_vector().iter().copied().collect(), im.column_vector().iter().copied().collect()))
+    }
+}
+
+/// Without feature `spectrum` there is no dense eigensolver: both solves are errors.
+#[cfg(not(feature = "spectrum"))]
+mod dense {
+    const WITHOUT: &str = "eigenvalues: dlp-exact was built without its `spectrum` feature (faer)";
+
+    /// Always an error: no solver in this build.
+    pub(super) fn self_adjoint(_: &[f64], _: usize) -> Result<Vec<f64>, String> {
+        Err(WITHOUT.into())
+    }
+
+    /// Always an error: no solver in this build.
+    pub(super) fn real_schur(_: &[f64], _: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
+        Err(WITHOUT.into())
     }
 }
 
