@@ -7,7 +7,7 @@
 //! of ones) has every mixture of its class laws as a stationary law, and its samples depend on
 //! the start; a periodic kernel has a unique law but does not converge to it. The exact suite
 //! and `dlp exact` therefore report the class structure first and solve for a law only per
-//! closed class, where the solve ([`crate::matrix::stationary_gth`] on an irreducible block) never
+//! closed class, where the solve ([`crate::gth::stationary_gth`] on an irreducible block) never
 //! divides by zero.
 //!
 //! The classes and periods are found on the dense matrix directly (Tarjan's algorithm with an
@@ -16,7 +16,7 @@
 //! at the 2¹² states of the largest matrix built here.
 
 use crate::ExactError;
-use crate::matrix::stationary_gth;
+use crate::gth::stationary_gth;
 use dlp_core::Space;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};

@@ -19,6 +19,7 @@
 
 pub mod enumerate;
 pub mod ergodic;
+pub mod gth;
 pub mod matrix;
 pub mod reference;
 pub mod spectrum;
