@@ -13,7 +13,7 @@
 //!   α_k = α_max · (cos(πk/s) + 1)/2 and β_k = ½ + (β_max − ½)(cos(πk/s) + 1)/2, so a cycle
 //!   starts with a large exploratory step (α_max, β_max) and cools down to local steps; a
 //!   phase whose α_k falls below α_min runs at (α_min, ½) instead.
-//! * **Automatic tuning** ([`crate::adapt::adapt_acs`]): the paper tunes α_min (with β = ½)
+//! * **Automatic tuning** ([`adapt_acs`]): the paper tunes α_min (with β = ½)
 //!   and α_max (with β = β_max) during burn-in so that each reaches a target acceptance
 //!   rate (the code's `a_s_cut`, 0.5 in its scripts). dlp tunes both by the same dual
 //!   averaging it uses for DMALA's α (the code uses its own multiplicative search), each
@@ -27,9 +27,14 @@
 //! Binary, spin, categorical and ordinal spaces, as DLP.
 
 use crate::dlp::{DlpChains, DlpProposal, DlpSampler};
+use crate::dual_averaging::{AdaptOptions, Adapted, MALA_TARGET_ACCEPT, dual_average};
 use crate::fast::ising::IsingDlpChains;
-use crate::registry::{SamplerName, SamplerParams};
-use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use crate::spec::{
+    NO_TESTS, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
+use dlp_core::{
+    Batch, ChainRng, Chains, EvalError, ExactKernel, RunOptions, Sampler, SamplerError, StepInfo, Target, Transition,
+};
 
 /// Default cycle length s: the official RBM runs' ⌈10,000 steps / 250 cycles⌉.
 pub const DEFAULT_CYCLE: usize = 40;
@@ -236,6 +241,79 @@ impl Chains for AcsChains<'_> {
         }
     }
 }
+
+/// Automatic tuning of cyclical DMALA ([`crate::acs`]): the first half of the warm-up's
+/// windows adapts α_min for plain DMALA (β = ½), the second half α_max for DMALA with the
+/// gradient weighted by β_max, both toward `opts.target_accept`. Both are then capped at 5
+/// and α_max is raised to α_min if smaller. 5 is where the official code's α_max search
+/// starts (`init_big_step` in `rbm_sample.py`), which it only ever shrinks: on weakly coupled
+/// models the β_max proposal keeps its acceptance above target at any α, and dual averaging
+/// would grow α without bound. With α_max = α_min the cycle is plain DMALA at α_min.
+pub fn adapt_acs(
+    params: &SamplerParams,
+    target: &dyn Target,
+    x0: &[u32],
+    opts: &AdaptOptions,
+    run: &RunOptions,
+) -> Result<Adapted, SamplerError> {
+    let windows = (opts.warmup / opts.window).max(2);
+    let half = windows / 2;
+    let phase = |beta: f64| {
+        move |alpha: f64| -> Result<Box<dyn dlp_core::Sampler>, SamplerError> {
+            let p = DlpProposal::new(alpha, params.preconditioner.clone())
+                .and_then(|p| p.with_balance(beta))
+                .map_err(|message| SamplerError::BadParameter { sampler: "acs-dmala".into(), message })?;
+            Ok(Box::new(DlpSampler::new("acs-dmala", true, p)))
+        }
+    };
+    let (alpha_min, x, _) = dual_average(&phase(0.5), target, x0, 0..half, opts, run)?;
+    let (alpha_max, positions, last_accept) =
+        dual_average(&phase(DEFAULT_BETA_MAX), target, &x, half..windows, opts, run)?;
+    let alpha_min = alpha_min.min(ALPHA_MAX_CAP);
+    let alpha_max = alpha_max.min(ALPHA_MAX_CAP).max(alpha_min);
+    Ok(Adapted { step_size: alpha_max, step_size_min: Some(alpha_min), positions, last_accept, windows })
+}
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `acs-dmala` (`acs-dmala-<…>`).
+pub const ACS_DMALA: SamplerSpec = SamplerSpec {
+    stem: "acs-dmala",
+    counts: &[0, 1],
+    numbers: &["s"],
+    params: &[STEP_SIZE, STEP_SIZE_MIN],
+    build: Acs::build,
+    doc: "cyclical DMALA: cycles of s steps (default 40) from (α_max = --step-size, β_max = 0.95) \
+          down to α_min, gradient weight β (balancing parameter) on a cosine schedule; \
+          `--step-size auto` tunes α_min and α_max in warm-up",
+    paper: "Pynadath et al. 2024 (NeurIPS; official `acs_samplers.py`)",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    // The official ACS scripts' `a_s_cut`, used for both α_min and α_max.
+    target_accept: 0.5,
+    adapt: Some(adapt_acs),
+    tests: TestSpec { names: &["acs-dmala-4"], step_size: Some(2.0), ..NO_TESTS },
+};
+
+/// The registry row of `acs-dula` (`acs-dula-<…>`).
+pub const ACS_DULA: SamplerSpec = SamplerSpec {
+    stem: "acs-dula",
+    counts: &[0, 1],
+    numbers: &["s"],
+    params: &[STEP_SIZE, STEP_SIZE_MIN],
+    build: Acs::build,
+    doc: "cyclical DULA (the schedule of `acs-dmala`, no MH test)",
+    paper: "Pynadath et al. 2024 (NeurIPS; official `acs_samplers.py`)",
+    exact: false,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["acs-dula-3"], step_size: Some(2.0), ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

@@ -26,9 +26,10 @@
 //! interact). The hidden pre-activations of the new state are kept for the next step and give
 //! f(x) = b·u + Σ_k softplus(a_k) at no extra cost (`density_evals = 1`).
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
 use crate::proposal::sample_logits;
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::capability::RbmView;
 use dlp_core::math::{sigmoid, softmax_in_place};
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
@@ -390,6 +391,44 @@ impl Chains for RbmChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `bg` (`bg-<…>`).
+pub const BG: SamplerSpec = SamplerSpec {
+    stem: "bg",
+    counts: &[1],
+    numbers: &["k"],
+    params: &[],
+    build: BlockGibbs::build,
+    doc: "Gibbs on random blocks of k coordinates (`bg-1` = the paper's Gibbs-1)",
+    paper: "baseline",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["bg-1", "bg-2"], ..NO_TESTS },
+};
+
+/// The registry row of `block-gibbs`.
+pub const BLOCK_GIBBS: SamplerSpec = SamplerSpec {
+    stem: "block-gibbs",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[],
+    build: RbmBlockGibbs::build,
+    doc: "RBM alternating hidden/visible block Gibbs",
+    paper: "baseline",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["block-gibbs"], ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

@@ -45,45 +45,16 @@
 //! Not implemented: ordinal domains (`start` returns `SamplerError::Unsupported`), the
 //! adaptive τ schedule.
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::{accept_prob, inverse_cdf, mh_accept};
-use crate::registry::{SamplerName, SamplerParams};
-use dlp_core::math::log_sigmoid;
+use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::{
     Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
 };
 use rand::RngExt;
 
-/// log(1 − e^{−a}) for a ≥ 0 (−∞ at 0), stable at both ends.
-#[inline]
-fn log1mexp(a: f64) -> f64 {
-    if a <= std::f64::consts::LN_2 { (-(-a).exp_m1()).ln() } else { (-(-a).exp()).ln_1p() }
-}
-
-/// log(e^a + e^b).
-#[inline]
-fn logaddexp(a: f64, b: f64) -> f64 {
-    let m = a.max(b);
-    if m == f64::NEG_INFINITY { m } else { m + ((a - m).exp() + (b - m).exp()).ln() }
-}
-
-/// Per-coordinate flip laws of the DLMC proposal at `x` with gradient `grad` and time `h`:
-/// `log_p[i]` = log p_i, `log_keep[i]` = log(1 − p_i) (module docs). `step` and the exact
-/// kernel both call it.
-pub fn flip_log_probs(h: f64, x: &[u32], grad: &[f64], log_p: &mut [f64], log_keep: &mut [f64]) {
-    for i in 0..x.len() {
-        let delta = (1.0 - 2.0 * x[i] as f64) * grad[i];
-        let total_rate = (0.5 * delta).exp() + (-0.5 * delta).exp();
-        let log_nu = log_sigmoid(delta);
-        log_p[i] = log_nu + log1mexp(h * total_rate);
-        log_keep[i] = logaddexp(log_sigmoid(-delta), log_nu - h * total_rate);
-    }
-}
-
-/// log q(y|x) from the flip laws at x.
-#[inline]
-pub fn log_prob(x: &[u32], y: &[u32], log_p: &[f64], log_keep: &[f64]) -> f64 {
-    (0..x.len()).map(|i| if x[i] != y[i] { log_p[i] } else { log_keep[i] }).sum()
-}
+pub mod flip;
+pub use flip::{flip_log_probs, log_prob};
 
 /// exp(A) of the K×K matrix `a` (row-major): scaling and squaring, A/2^s with ‖A/2^s‖∞ ≤ ½,
 /// then a 20-term Taylor series (remainder < 1e−25 relative) squared s times. A non-finite
@@ -299,7 +270,7 @@ impl ExactKernel for Dlmc {
         let (mut gy, mut lpy, mut lky) = (vec![0.0; gl], vec![0.0; d * w], vec![0.0; keep]);
         let mut row = Vec::new();
         let mut stay = 0.0;
-        crate::dlp::for_each_state(space, |y| {
+        crate::dlp::proposal::for_each_state(space, |y| {
             let fwd = space_log_prob(space, x, y, &lp, &lk);
             let q = fwd.exp();
             if y == x {
@@ -312,7 +283,7 @@ impl ExactKernel for Dlmc {
                 let f_y = target.log_density_grad(y, &mut gy);
                 proposal_laws(self.h, space, y, &gy, &mut lpy, &mut lky);
                 let rev = space_log_prob(space, y, x, &lpy, &lky);
-                let a = accept_prob(crate::dlp::log_accept_ratio(f_x, f_y, fwd, rev));
+                let a = accept_prob(crate::dlp::proposal::log_accept_ratio(f_x, f_y, fwd, rev));
                 if q * a > 0.0 {
                     row.push((y.to_vec(), q * a));
                 }
@@ -425,7 +396,7 @@ impl Chains for DlmcChains<'_> {
                 let x = &self.x[r.clone()];
                 let fwd = space_log_prob(space, x, y, &self.log_p[rw.clone()], &self.log_keep[rk.clone()]);
                 let rev = space_log_prob(space, y, x, &self.y_log_p, &self.y_log_keep);
-                mh_accept(crate::dlp::log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
+                mh_accept(crate::dlp::proposal::log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
             } else {
                 (true, 1.0)
             };
@@ -441,6 +412,45 @@ impl Chains for DlmcChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `dlmc`.
+pub const DLMC: SamplerSpec = SamplerSpec {
+    stem: "dlmc",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[STEP_SIZE],
+    build: Dlmc::build,
+    doc: "discrete Langevin Monte Carlo: per-coordinate jump process (√ locally balanced \
+          rates of the linearised f) run for time h, Metropolis-adjusted; binary/spin/categorical",
+    paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["dlmc"], step_size: Some(0.5), ..NO_TESTS },
+};
+
+/// The registry row of `dlmcf`.
+pub const DLMCF: SamplerSpec = SamplerSpec {
+    stem: "dlmcf",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[STEP_SIZE],
+    build: Dlmc::build,
+    doc: "DLMC without the MH correction (unadjusted); binary/spin/categorical",
+    paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
+    exact: false,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["dlmcf"], step_size: Some(0.5), ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

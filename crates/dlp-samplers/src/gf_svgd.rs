@@ -26,6 +26,10 @@
 //! (rows in parallel, each summed in a fixed order, so the result does not depend on the thread
 //! count; one allocation-free inner loop over d that the compiler vectorises).
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
+use crate::spec::{
+    NO_TESTS, PLAIN, Param, ParamSpec, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::lift::{Base, Partition, Relaxation, Surrogate, surrogate_scores_into};
 use dlp_core::{Batch, ChainRng, Chains, Coupling, EvalError, Sampler, SamplerError, StepInfo, Target};
 use rand::RngExt;
@@ -425,10 +429,7 @@ impl GfSvgdSampler {
 
     /// Registry constructor: `--step-size` (optional) is ε of the plain update (d ≤ 5) or Adam's
     /// learning rate (d > 5).
-    pub fn build(
-        name: &crate::registry::SamplerName,
-        params: &crate::registry::SamplerParams,
-    ) -> Result<Box<dyn Sampler>, SamplerError> {
+    pub fn build(name: &SamplerName, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
         if let Some(e) = params.step_size
             && !(e.is_finite() && e > 0.0)
         {
@@ -512,6 +513,47 @@ impl Chains for GfSvgdChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `gf-svgd`.
+pub const GF_SVGD: SamplerSpec = SamplerSpec {
+    stem: "gf-svgd",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[ParamSpec { param: Param::StepSize, required: false }],
+    build: GfSvgdSampler::build,
+    doc: "gradient-free SVGD on the even-partition lift of N(0, I), ρ = p₀, importance weights: \
+          chains are interacting particles (`--chains` = particle count n); `--step-size` is ε \
+          of plain steps (d ≤ 5, default 0.5) or Adam's rate (default 0.1)",
+    paper: "Han et al. 2020 (AISTATS), Alg. 1",
+    exact: false,
+    needs_data: false,
+    particles: true,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["gf-svgd"], step_size: Some(0.5), ..NO_TESTS },
+};
+
+/// The registry row of `gf-svgd-relaxed`.
+pub const GF_SVGD_RELAXED: SamplerSpec = SamplerSpec {
+    stem: "gf-svgd-relaxed",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[ParamSpec { param: Param::StepSize, required: false }],
+    build: GfSvgdSampler::build,
+    doc: "`gf-svgd` with the relaxed surrogate ρ ∝ p₀ exp(ℓ̃(tanh(x/2))) of binary/spin Ising \
+          and RBM models",
+    paper: "Han et al. 2020 (AISTATS), eq. 21",
+    exact: false,
+    needs_data: false,
+    particles: true,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["gf-svgd-relaxed"], step_size: Some(0.5), ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests;

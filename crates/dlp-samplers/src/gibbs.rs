@@ -15,7 +15,9 @@
 //! The systematic scan keeps one counter per batch of chains: chains started together or
 //! separately are at the same step, so they use the same site (phase = step mod d).
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
+use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::capability::SiteState;
 use dlp_core::draw::{gibbs_site_update, sample_logits};
 use dlp_core::math::softmax_in_place;
@@ -41,18 +43,12 @@ pub struct Gibbs {
 
 impl Gibbs {
     /// Registry constructor for `gibbs`.
-    pub fn build_random(
-        _: &crate::registry::SamplerName,
-        _: &crate::registry::SamplerParams,
-    ) -> Result<Box<dyn Sampler>, SamplerError> {
+    pub fn build_random(_: &SamplerName, _: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
         Ok(Box::new(Gibbs { scan: Scan::Random }))
     }
 
     /// Registry constructor for `gibbs-sweep`.
-    pub fn build_sweep(
-        _: &crate::registry::SamplerName,
-        _: &crate::registry::SamplerParams,
-    ) -> Result<Box<dyn Sampler>, SamplerError> {
+    pub fn build_sweep(_: &SamplerName, _: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
         Ok(Box::new(Gibbs { scan: Scan::Systematic }))
     }
 }
@@ -345,6 +341,44 @@ pub(crate) mod testkit {
     }
 }
 
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `gibbs`.
+pub const GIBBS: SamplerSpec = SamplerSpec {
+    stem: "gibbs",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[],
+    build: Gibbs::build_random,
+    doc: "single-site Gibbs, random scan",
+    paper: "baseline",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["gibbs"], ..NO_TESTS },
+};
+
+/// The registry row of `gibbs-sweep`.
+pub const GIBBS_SWEEP: SamplerSpec = SamplerSpec {
+    stem: "gibbs-sweep",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[],
+    build: Gibbs::build_sweep,
+    doc: "single-site Gibbs, systematic scan (one site per step)",
+    paper: "baseline",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["gibbs-sweep"], ..NO_TESTS },
+};
+
 #[cfg(test)]
 mod tests {
     use super::testkit::*;
@@ -422,7 +456,7 @@ mod tests {
 
     #[test]
     fn baseline_names_round_trip_through_the_registry() {
-        let params = crate::registry::SamplerParams::default();
+        let params = SamplerParams::default();
         for name in ["gibbs", "gibbs-sweep", "bg-1", "bg-3", "block-gibbs", "hb-10-1", "gwg", "gwg-4", "lb"] {
             assert_eq!(crate::registry::build_sampler(name, &params).unwrap().name(), name);
         }

@@ -28,11 +28,12 @@
 //! Not implemented: `gwg-<k>` with k > 1 on categorical targets (two draws could move one
 //! coordinate to different classes; the code has no such variant), ordinal targets.
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::{mh_accept, sample_weights};
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::math::logsumexp;
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
@@ -363,6 +364,26 @@ impl Chains for GwgChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `gwg` (`gwg-<…>`).
+pub const GWG: SamplerSpec = SamplerSpec {
+    stem: "gwg",
+    counts: &[0, 1],
+    numbers: &["k"],
+    params: &[],
+    build: Gwg::build,
+    doc: "Gibbs-with-gradients, one flip or up to k (k draws with replacement)",
+    paper: "Grathwohl et al. 2021",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["gwg", "gwg-2", "gwg-3"], ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

@@ -19,10 +19,11 @@
 //! in one batch call; the chosen candidate's f becomes the cached log-density.
 
 use crate::block_gibbs::{BlockSchedule, MAX_CANDIDATES, first_blocks};
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::math::softmax_in_place;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
@@ -293,6 +294,26 @@ impl Chains for HbChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `hb` (`hb-<…>`).
+pub const HB: SamplerSpec = SamplerSpec {
+    stem: "hb",
+    counts: &[2],
+    numbers: &["L", "r"],
+    params: &[],
+    build: HammingBall::build,
+    doc: "Hamming-ball sampler, blocks of L, radius r (`hb-10-1`)",
+    paper: "Titsias & Yau 2017",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["hb-2-1", "hb-3-2"], ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@ pub mod bounded;
 pub mod continuous;
 pub mod dlmc;
 pub mod dlp;
+pub mod dual_averaging;
 pub mod fast;
 pub mod gf_svgd;
 pub mod gibbs;
@@ -27,5 +28,6 @@ pub mod pas;
 pub mod proposal;
 pub mod registry;
 pub mod sgdlp;
+pub mod spec;
 
 pub use registry::{SamplerParams, SamplerSpec, build_sampler, sampler_names};

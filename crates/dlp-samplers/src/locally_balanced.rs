@@ -13,8 +13,9 @@
 //!
 //! Not implemented: categorical/ordinal domains (GWG covers categorical moves).
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::{mh_accept, sample_logits};
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::math::logsumexp;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use std::collections::BTreeMap;
@@ -157,6 +158,26 @@ impl Chains for LbChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `lb`.
+pub const LB: SamplerSpec = SamplerSpec {
+    stem: "lb",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[],
+    build: LocallyBalanced::build,
+    doc: "exact locally balanced one-flip proposal",
+    paper: "Zanella 2020",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["lb"], ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

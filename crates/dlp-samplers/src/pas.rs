@@ -70,8 +70,9 @@
 //! Not supported (`SamplerError::Unsupported` at `start`): categorical and ordinal spaces
 //! (the code's categorical variant also draws a class per site; not implemented here).
 
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::{accept_prob, mh_accept, sample_weights};
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
     Transition,
@@ -444,6 +445,48 @@ impl Chains for PasChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `pas`.
+pub const PAS: SamplerSpec = SamplerSpec {
+    stem: "pas",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[STEP_SIZE],
+    build: Pas::build,
+    doc: "path auxiliary sampler with a mean path length r (`--step-size`, adapted toward \
+          acceptance 0.574 in `dlp sample`'s warm-up): each step flips ⌊r⌋ or ⌊r⌋ + 1 distinct sites \
+          (both with probability ≥ 5%, so both parities: irreducible), drawn without replacement from \
+          the first-order √-balanced weights of the start state, MH on the path; binary/spin",
+    paper: "Sun et al. 2022 (ICLR), §4; adaptive length as Sun et al. 2022 (NeurIPS)",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["pas"], step_size: Some(2.5), ..NO_TESTS },
+};
+
+/// The registry row of `pas` (`pas-<…>`).
+pub const PAS_R: SamplerSpec = SamplerSpec {
+    stem: "pas",
+    counts: &[1],
+    numbers: &["R"],
+    params: &[],
+    build: Pas::build,
+    doc: "path auxiliary sampler with exactly R flips per step (the published runs' fixed length); \
+          reducible for even R (parity kept) and for R ≥ d (complements only): use `pas` there",
+    paper: "Sun et al. 2022 (ICLR), §4",
+    exact: true,
+    needs_data: false,
+    particles: false,
+    not_ergodic_on: Pas::not_ergodic_on,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["pas-1", "pas-2", "pas-3"], ..NO_TESTS },
+};
 
 #[cfg(test)]
 mod tests {

@@ -19,9 +19,12 @@
 //!
 //! Not implemented: a preconditioner.
 
-use crate::dlp::{DlpProposal, MAX_EXACT_STATES, for_each_state, log_accept_ratio};
+use crate::dlp::proposal::{DlpProposal, MAX_EXACT_STATES, for_each_state, log_accept_ratio};
+use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::mh_accept;
-use crate::registry::{SamplerName, SamplerParams};
+use crate::spec::{
+    BATCH_SIZE, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::{
     Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
 };
@@ -335,6 +338,45 @@ impl Chains for SgChains<'_> {
         Ok(())
     }
 }
+
+// ---- registry rows (this module's names, parameters, defaults and tests) ----
+
+/// The registry row of `sg-dula`.
+pub const SG_DULA: SamplerSpec = SamplerSpec {
+    stem: "sg-dula",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[STEP_SIZE, BATCH_SIZE],
+    build: construct,
+    doc: "stochastic-gradient DULA on data targets, one minibatch per step shared by all chains",
+    paper: "Zhang et al. 2022, §6",
+    exact: false,
+    needs_data: true,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2) },
+};
+
+/// The registry row of `sg-dmala`.
+pub const SG_DMALA: SamplerSpec = SamplerSpec {
+    stem: "sg-dmala",
+    counts: PLAIN,
+    numbers: &[],
+    params: &[STEP_SIZE, BATCH_SIZE],
+    build: construct,
+    doc: "stochastic-gradient DMALA as the official BNN code runs it: the MH test on the \
+          step's minibatch, so not exact for π",
+    paper: "Zhang et al. 2022, §6 (official code)",
+    exact: false,
+    needs_data: true,
+    particles: false,
+    not_ergodic_on: ergodic_everywhere,
+    target_accept: MALA_TARGET_ACCEPT,
+    adapt: None,
+    tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2) },
+};
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 use super::*;
 use crate::registry::build_sampler;
 use dlp_core::testing::{PairwiseCategorical, Quadratic};
-use dlp_core::{DomainKind, chain_rng, chain_rngs};
+use dlp_core::{DomainKind, Space, chain_rng, chain_rngs};
 use rand::RngExt;
 
 // ---------------------------------------------------------------- helpers (shared with sgdlp)

@@ -244,7 +244,7 @@ impl IsingDlpChains {
         for k in 0..cl.gr.len() {
             let (mut log_p, mut log_keep) = ([0.0], [0.0]);
             // flip_log_probs takes x and ∂f/∂x; (x = 0, g = δ) gives δ = (1 − 2x) g = δ.
-            crate::dlmc::flip_log_probs(h, &[0], &[cl.gr[k]], &mut log_p, &mut log_keep);
+            crate::dlmc::flip::flip_log_probs(h, &[0], &[cl.gr[k]], &mut log_p, &mut log_keep);
             cl.logit[k] = log_p[0] - log_keep[0];
             cl.softplus[k] = -log_keep[0];
             cl.thr[k] = Threshold::of_probability(log_p[0].exp());
@@ -405,7 +405,7 @@ impl IsingDlpChains {
     }
 
     /// The DMALA log acceptance ratio this kernel computes for the move x → y (bits), for
-    /// tests against the generic [`crate::dlp::log_accept_ratio`]. It runs the step's own
+    /// tests against the generic [`crate::dlp::proposal::log_accept_ratio`]. It runs the step's own
     /// statistics code: on the torus the fused pass the step uses (AVX2 or portable, as
     /// selected for these chains), on the CSR path both the flip-set and the full-pass
     /// statistics, which must agree since the step takes either by flip-set size.
@@ -458,7 +458,7 @@ impl IsingDlpChains {
         }
         lq += if self.cl.linear { self.cl.half_c * (self.b * sa as f64 + self.w * sc.sb as f64) } else { sc.lr };
         let df = 0.5 * self.w * de2 as f64 + self.b * dm as f64;
-        (crate::dlp::log_accept_ratio(0.0, df, 0.0, lq), de2, dm)
+        (crate::dlp::proposal::log_accept_ratio(0.0, df, 0.0, lq), de2, dm)
     }
 
     /// The torus proposal of chain j (DULA's step, DMALA's proposal) into `next`, ghosts

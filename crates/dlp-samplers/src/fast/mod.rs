@@ -126,7 +126,7 @@ mod tests;
 /// The DLP fast path for `target`, if there is one: `Ok(None)` means "use the generic
 /// chains". Called from [`crate::dlp::DlpSampler`]'s `start`.
 pub fn dlp_fast_path<'t>(
-    proposal: &crate::dlp::DlpProposal,
+    proposal: &crate::dlp::proposal::DlpProposal,
     mh: bool,
     target: &'t dyn Target,
     x0: &[u32],

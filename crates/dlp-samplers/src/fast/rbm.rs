@@ -13,7 +13,7 @@
 //! interact) plus O(M) per chain.
 //! The proposal is the generic binary one: the logits ℓ_i = ½ g_i (1 − 2x_i) − 1/(2α) are
 //! the same expression, the draw is `u < σ(ℓ_i)` with one uniform per coordinate in order,
-//! log q uses [`DlpProposal::log_prob`] and the test [`crate::dlp::log_accept_ratio`] /
+//! log q uses [`DlpProposal::log_prob`] and the test [`crate::dlp::proposal::log_accept_ratio`] /
 //! `mh_accept` with the same uniforms. Only rounding differs (≈1e−13): f and ∇f come from the
 //! cached a, the exponentials from the vectorised [`exp_neg_abs`] (≤ 2 ulp from libm), and
 //! Σ softplus is formed as Σ max(·, 0) + ln Π(1 + e^{−|·|}) (see [`binary_logits`]). To keep
@@ -28,7 +28,7 @@
 //! f64 (≈ 35% in f32); the rest is the O(M·|F|) updates (W rows streamed from L3), one
 //! exponential per hidden and per visible unit, and the draws.
 
-use crate::dlp::{DlpProposal, log_accept_ratio};
+use crate::dlp::proposal::{DlpProposal, log_accept_ratio};
 use crate::fast::Threshold;
 use crate::fast::vexp::exp_neg_abs;
 use crate::proposal::{mh_accept, sample_logits};

@@ -1,0 +1,230 @@
+//! What a sampler family is, for the registry: its name forms, parameters and their defaults,
+//! adaptation, exactness and test runs ([`SamplerSpec`]), and the parsed name and parameters
+//! every constructor takes ([`SamplerName`], [`SamplerParams`]). A leaf: each sampler module
+//! imports it to declare its own row, and [`crate::registry`] lists the rows.
+
+use crate::dual_averaging::{AdaptOptions, Adapted};
+use dlp_core::{RunOptions, Sampler, SamplerError, Space, Target};
+
+/// Continuous parameters given next to the name (`--step-size`, …).
+#[derive(Clone, Debug, Default)]
+pub struct SamplerParams {
+    /// Step size α of DLP samplers (in {0,1} units for binary/spin models, spec §1.5).
+    pub step_size: Option<f64>,
+    /// Diagonal preconditioner h (length d) of `pdula`/`pdmala`.
+    pub preconditioner: Option<Vec<f64>>,
+    /// Minibatch size of stochastic-gradient samplers.
+    pub batch_size: Option<usize>,
+    /// Smallest step size α_min of cyclical samplers (`acs-dmala`, `acs-dula`).
+    pub step_size_min: Option<f64>,
+}
+
+/// A parsed sampler name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SamplerName {
+    /// The stem (`hb`, `gwg`, `dmala`, `gibbs-sweep`).
+    pub stem: String,
+    /// The integer parts after the stem.
+    pub numbers: Vec<usize>,
+}
+
+impl SamplerName {
+    /// Splits `name` into stem and trailing integer parts.
+    pub fn parse(name: &str) -> SamplerName {
+        let parts: Vec<&str> = name.split('-').collect();
+        let first_number = parts.iter().position(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+        match first_number {
+            Some(i) if i > 0 && parts[i..].iter().all(|p| p.parse::<usize>().is_ok()) => SamplerName {
+                stem: parts[..i].join("-"),
+                numbers: parts[i..].iter().map(|p| p.parse().unwrap_or(0)).collect(),
+            },
+            _ => SamplerName { stem: name.to_string(), numbers: vec![] },
+        }
+    }
+}
+
+/// Where a family's chain is *not* irreducible and aperiodic: `None` on a space where it is,
+/// else the reason (the CLI warns with it; the exact suite checks every unflagged model).
+pub type NotErgodicOn = fn(&SamplerName, &Space) -> Option<String>;
+
+/// [`NotErgodicOn`] of a family whose kernel is irreducible and aperiodic on every model it
+/// accepts whose target is positive everywhere (what the exact suite checks on its models).
+pub fn ergodic_everywhere(_: &SamplerName, _: &Space) -> Option<String> {
+    None
+}
+
+/// A family's own warm-up tuner (cyclical DMALA tunes α_min and α_max), used by
+/// [`crate::adapt::adapt_step_size`] instead of dual averaging of the one step size.
+pub type AdaptFn = fn(&SamplerParams, &dyn Target, &[u32], &AdaptOptions, &RunOptions) -> Result<Adapted, SamplerError>;
+
+/// Constructor of one sampler family.
+pub type Constructor = fn(&SamplerName, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError>;
+
+/// A continuous parameter of [`SamplerParams`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// [`SamplerParams::step_size`].
+    StepSize,
+    /// [`SamplerParams::preconditioner`].
+    Preconditioner,
+    /// [`SamplerParams::batch_size`].
+    BatchSize,
+    /// [`SamplerParams::step_size_min`].
+    StepSizeMin,
+}
+
+impl Param {
+    /// The command-line flag that sets it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Param::StepSize => "--step-size",
+            Param::Preconditioner => "--preconditioner",
+            Param::BatchSize => "--batch-size",
+            Param::StepSizeMin => "--step-size-min",
+        }
+    }
+
+    /// Whether `params` gives it.
+    pub fn is_set(self, params: &SamplerParams) -> bool {
+        match self {
+            Param::StepSize => params.step_size.is_some(),
+            Param::Preconditioner => params.preconditioner.is_some(),
+            Param::BatchSize => params.batch_size.is_some(),
+            Param::StepSizeMin => params.step_size_min.is_some(),
+        }
+    }
+}
+
+/// One parameter a family takes, and whether its constructor refuses to build without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    /// The parameter.
+    pub param: Param,
+    /// The constructor fails without it.
+    pub required: bool,
+}
+
+/// `--step-size`, required.
+pub const STEP_SIZE: ParamSpec = ParamSpec { param: Param::StepSize, required: true };
+/// `--preconditioner`, required.
+pub const PRECONDITIONER: ParamSpec = ParamSpec { param: Param::Preconditioner, required: true };
+/// `--batch-size`, required.
+pub const BATCH_SIZE: ParamSpec = ParamSpec { param: Param::BatchSize, required: true };
+/// `--step-size-min`, optional.
+pub const STEP_SIZE_MIN: ParamSpec = ParamSpec { param: Param::StepSizeMin, required: false };
+
+/// What the test suites run of a family: concrete names and the parameters they use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TestSpec {
+    /// Concrete names of the family the exact suite and the determinism snapshot run
+    /// (`hb-2-1`, `hb-3-2`); each needs a reference in `dlp_exact::reference::reference_by_name`.
+    pub names: &'static [&'static str],
+    /// Step size of those runs, for families that take one.
+    pub step_size: Option<f64>,
+    /// Minibatch size of those runs, for families that take one. (A required preconditioner
+    /// is supplied by the suite, since it depends on the model's d.)
+    pub batch_size: Option<usize>,
+}
+
+/// One sampler family: how it is named, built, documented and tested.
+#[derive(Clone, Copy, Debug)]
+pub struct SamplerSpec {
+    /// The name's stem (`hb`).
+    pub stem: &'static str,
+    /// Allowed counts of integer parts after the stem (`gwg`, `gwg-<k>`: [0, 1]).
+    pub counts: &'static [usize],
+    /// Placeholder names of the integer parts, for usage strings (`hb`: ["L", "r"]).
+    pub numbers: &'static [&'static str],
+    /// The continuous parameters it takes.
+    pub params: &'static [ParamSpec],
+    /// The constructor.
+    pub build: Constructor,
+    /// One line: what it is.
+    pub doc: &'static str,
+    /// Where it comes from (paper and section), or `baseline`.
+    pub paper: &'static str,
+    /// Leaves π invariant.
+    pub exact: bool,
+    /// Needs a data target (minibatch gradients); the exact suite's cases run on general
+    /// models, so such families are covered by `crates/dlp-exact/tests/sgdlp.rs` instead.
+    pub needs_data: bool,
+    /// Interacting particles (`--chains` is the particle count, one joint task): no transition
+    /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
+    /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
+    pub particles: bool,
+    /// Where the chain is not irreducible and aperiodic (exact samplers: the exact suite
+    /// checks that every model this returns `None` for gives an irreducible, aperiodic chain).
+    pub not_ergodic_on: NotErgodicOn,
+    /// The mean acceptance probability its warm-up adaptation aims at when the caller gives
+    /// none (`dlp sample --target-accept`, Python's `target_accept`).
+    pub target_accept: f64,
+    /// Its own warm-up tuner; `None`: dual averaging of `--step-size` when
+    /// [`SamplerSpec::adapts_step_size`] holds.
+    pub adapt: Option<AdaptFn>,
+    /// What the test suites run.
+    pub tests: TestSpec,
+}
+
+impl SamplerSpec {
+    /// The usage forms, one per allowed count of integer parts (`gwg`, `gwg-<k>`).
+    pub fn forms(&self) -> Vec<String> {
+        self.counts
+            .iter()
+            .map(|&c| {
+                let mut form = self.stem.to_string();
+                for n in &self.numbers[..c.min(self.numbers.len())] {
+                    form.push_str(&format!("-<{n}>"));
+                }
+                form
+            })
+            .collect()
+    }
+
+    /// The forms joined for messages (`gwg | gwg-<k>`).
+    pub fn usage(&self) -> String {
+        self.forms().join(" | ")
+    }
+
+    /// Whether the family takes `param`.
+    pub fn takes(&self, param: Param) -> bool {
+        self.params.iter().any(|p| p.param == param)
+    }
+
+    /// Whether warm-up adaptation ([`crate::adapt`]) can tune its step size: it takes one, has
+    /// an MH test (exact for π) and needs no data model (a minibatch MH test is not exact).
+    pub fn adapts_step_size(&self) -> bool {
+        self.exact && !self.needs_data && self.takes(Param::StepSize)
+    }
+
+    /// Whether the family refuses to build without `param`.
+    pub fn requires(&self, param: Param) -> bool {
+        self.params.iter().any(|p| p.param == param && p.required)
+    }
+
+    /// The flags it takes, optional ones in brackets (`--step-size --batch-size`).
+    pub fn flags(&self) -> String {
+        let flags: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| if p.required { p.param.flag().to_string() } else { format!("[{}]", p.param.flag()) })
+            .collect();
+        flags.join(" ")
+    }
+
+    /// The parameters of test runs of this family on a d-dimensional model: the row's test
+    /// step and batch sizes, and `preconditioner(d)` if the family requires one.
+    pub fn test_params(&self, preconditioner: impl FnOnce() -> Vec<f64>) -> SamplerParams {
+        SamplerParams {
+            step_size: self.tests.step_size,
+            preconditioner: self.requires(Param::Preconditioner).then(preconditioner),
+            batch_size: self.tests.batch_size,
+            step_size_min: None,
+        }
+    }
+}
+
+/// No integer parts.
+pub const PLAIN: &[usize] = &[0];
+
+/// A family with no test runs yet; rows spell out their own (the coverage test demands some).
+pub const NO_TESTS: TestSpec = TestSpec { names: &[], step_size: None, batch_size: None };
