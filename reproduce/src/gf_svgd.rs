@@ -15,14 +15,7 @@ pub fn toy_target(probs: &[f64]) -> Result<CategoricalModel> {
     CategoricalModel::from_probs(Space::categorical(1, probs.len()), probs.to_vec()).map_err(|e| anyhow!("{e}"))
 }
 
-/// Total variation between the empirical law of value indices `states` and `p`.
-pub fn tv(states: &[u32], p: &[f64]) -> f64 {
-    let mut h = vec![0.0; p.len()];
-    for &z in states {
-        h[z as usize] += 1.0 / states.len() as f64;
-    }
-    0.5 * h.iter().zip(p).map(|(a, b)| (a - b).abs()).sum::<f64>()
-}
+pub use dlp_core::stats::empirical_total_variation as tv;
 
 /// The piecewise target p_c(x) = K p_*(Γ(x)) p₀(x) of a 1-D toy (normalised: every bin has
 /// p₀-mass 1/K, 004 Prop. 4).

@@ -125,19 +125,7 @@ impl Tally {
     }
 }
 
-/// Wilson score interval (95%) for a binomial proportion k/r; used only for reporting.
-pub fn wilson(k: usize, r: usize) -> (f64, f64) {
-    let z = 1.959_963_984_540_054_f64;
-    let (k, r) = (k as f64, r as f64);
-    let p = k / r;
-    let denom = 1.0 + z * z / r;
-    let centre = (p + z * z / (2.0 * r)) / denom;
-    let half = z * (p * (1.0 - p) / r + z * z / (4.0 * r * r)).sqrt() / denom;
-    // At k = 0 and k = r the bound is exactly 0 (or 1); the formula leaves rounding dust.
-    let lo = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
-    let hi = if k == r { 1.0 } else { (centre + half).min(1.0) };
-    (lo, hi)
-}
+pub use dlp_core::stats::wilson_interval as wilson;
 
 /// The zero-field Ising model on the L × L periodic lattice at temperature `t` (coupling 1/T
 /// on every edge, spin domain).

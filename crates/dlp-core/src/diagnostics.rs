@@ -110,14 +110,6 @@ pub fn z_scale(values: &[f64]) -> Vec<f64> {
     average_ranks(values).into_iter().map(|r| normal.inverse_cdf((r - 0.375) / (s - 0.75 + 1.0))).collect()
 }
 
-/// Median of all values (mean of the two middle ones for an even count, as numpy).
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
-}
-
 /// Sample variance with divisor n − 1.
 fn var_ddof1(values: impl Iterator<Item = f64> + Clone) -> f64 {
     let (n, sum) = values.clone().fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
@@ -144,7 +136,7 @@ pub fn rhat_rank(draws: &[f64], n_chains: usize) -> Result<f64, DiagnosticsError
     check(draws, n_chains, 2, "rank-normalised R-hat")?;
     let split = split_chains(draws, n_chains);
     let bulk = rhat_plain(&z_scale(&split), 2 * n_chains);
-    let med = median(&split);
+    let med = crate::stats::median(&split);
     let folded: Vec<f64> = split.iter().map(|v| (v - med).abs()).collect();
     let tail = rhat_plain(&z_scale(&folded), 2 * n_chains);
     // numpy's max propagates NaN; f64::max would hide it.
@@ -265,8 +257,8 @@ mod tests {
 
     #[test]
     fn median_follows_numpy() {
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&[4.0, 1.0, 3.0]), 3.0);
+        assert_eq!(crate::stats::median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(crate::stats::median(&[4.0, 1.0, 3.0]), 3.0);
     }
 
     #[test]

@@ -85,9 +85,79 @@ pub fn quantile(values: &[f64], q: f64) -> f64 {
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
+/// The median of `v` (the mean of the two middle values for an even count, as numpy's),
+/// reordering `v` (a selection, O(n)); `None` when empty. Order is [`f64::total_cmp`]'s.
+pub fn median_in_place(v: &mut [f64]) -> Option<f64> {
+    let m = v.len();
+    if m == 0 {
+        return None;
+    }
+    let (lo_part, &mut hi, _) = v.select_nth_unstable_by(m / 2, f64::total_cmp);
+    Some(if m % 2 == 1 {
+        hi
+    } else {
+        // The largest of the lower half is the other middle value.
+        0.5 * (lo_part.iter().copied().max_by(f64::total_cmp).unwrap_or(hi) + hi)
+    })
+}
+
+/// The median of `values` (as numpy's); NaN when empty.
+pub fn median(values: &[f64]) -> f64 {
+    median_in_place(&mut values.to_vec()).unwrap_or(f64::NAN)
+}
+
+/// ‖p − q‖₁.
+pub fn l1_distance(p: &[f64], q: &[f64]) -> f64 {
+    p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum()
+}
+
+/// Total variation ½‖p − q‖₁.
+pub fn total_variation(p: &[f64], q: &[f64]) -> f64 {
+    0.5 * l1_distance(p, q)
+}
+
+/// Total variation between the empirical law of the value indices `states` (each < p.len())
+/// and the law `p`.
+pub fn empirical_total_variation(states: &[u32], p: &[f64]) -> f64 {
+    let mut h = vec![0.0; p.len()];
+    for &z in states {
+        h[z as usize] += 1.0 / states.len() as f64;
+    }
+    0.5 * h.iter().zip(p).map(|(a, b)| (a - b).abs()).sum::<f64>()
+}
+
+/// Wilson score interval (95%) for a binomial proportion k/r (Wilson 1927); for reporting.
+pub fn wilson_interval(k: usize, r: usize) -> (f64, f64) {
+    let z = 1.959_963_984_540_054_f64;
+    let (k, r) = (k as f64, r as f64);
+    let p = k / r;
+    let denom = 1.0 + z * z / r;
+    let centre = (p + z * z / (2.0 * r)) / denom;
+    let half = z * (p * (1.0 - p) / r + z * z / (4.0 * r * r)).sqrt() / denom;
+    // At k = 0 and k = r the bound is exactly 0 (or 1); the formula leaves rounding dust.
+    let lo = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if k == r { 1.0 } else { (centre + half).min(1.0) };
+    (lo, hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medians_follow_numpy_and_the_interval_brackets_the_proportion() {
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[4.0, 1.0, 3.0]), 3.0);
+        assert!(median(&[]).is_nan());
+        assert_eq!(total_variation(&[0.5, 0.5], &[0.25, 0.75]), 0.25);
+        assert_eq!(empirical_total_variation(&[0, 0, 1, 1], &[0.25, 0.75]), 0.25);
+        // Wilson's interval for 5/10 at 95%: 0.5 ± 0.2800 (hand-computed: centre 0.5,
+        // half-width z·sqrt(0.025 + z²/400)/(1 + z²/10)).
+        let (lo, hi) = wilson_interval(5, 10);
+        assert!((lo - 0.2366).abs() < 1e-4 && (hi - 0.7634).abs() < 1e-4, "{lo} {hi}");
+        assert_eq!(wilson_interval(0, 10).0, 0.0);
+        assert_eq!(wilson_interval(10, 10).1, 1.0);
+    }
 
     #[test]
     fn ess_of_alternating_series_stops_at_first_negative_lag() {

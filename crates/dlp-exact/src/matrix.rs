@@ -347,15 +347,7 @@ pub fn max_abs_diff(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
     a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
 }
 
-/// ‖p − q‖₁.
-pub fn l1_distance(p: &[f64], q: &[f64]) -> f64 {
-    p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum()
-}
-
-/// Total variation ½‖p − q‖₁.
-pub fn total_variation(p: &[f64], q: &[f64]) -> f64 {
-    0.5 * l1_distance(p, q)
-}
+pub use dlp_core::stats::{l1_distance, total_variation};
 
 /// Per-coordinate step sizes α·h_i (h ≡ 1 without a preconditioner).
 fn step_sizes(d: usize, alpha: f64, precond: Option<&[f64]>) -> Vec<f64> {

@@ -165,17 +165,6 @@ pub struct StepStats {
     pub ess: f64,
 }
 
-/// The median of `v` (mean of the two middle values for an even count), reordering `v`;
-/// `None` when empty.
-fn median(v: &mut [f64]) -> Option<f64> {
-    let m = v.len();
-    if m == 0 {
-        return None;
-    }
-    let (lo_part, &mut hi, _) = v.select_nth_unstable_by(m / 2, f64::total_cmp);
-    Some(if m % 2 == 1 { hi } else { 0.5 * (lo_part.iter().copied().fold(f64::NEG_INFINITY, f64::max) + hi) })
-}
-
 /// Fills `sq` (n × n) with ‖x_i − x_j‖² and returns the bandwidth h of exp(−r²/h) under `conv`.
 pub fn bandwidth(x: &[f64], d: usize, conv: BandwidthConvention, sq: &mut Vec<f64>) -> f64 {
     let n = x.len().checked_div(d).unwrap_or(0);
@@ -199,9 +188,9 @@ pub fn bandwidth(x: &[f64], d: usize, conv: BandwidthConvention, sq: &mut Vec<f6
         BandwidthConvention::Han2020 => {
             let mut upper: Vec<f64> =
                 (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))).map(|(i, j)| sq[i * n + j]).collect();
-            median(&mut upper).map(|m| m / (2.0 * ln))
+            dlp_core::stats::median_in_place(&mut upper).map(|m| m / (2.0 * ln))
         }
-        BandwidthConvention::SvgdRef => median(&mut sq.clone()).map(|m| m / ln),
+        BandwidthConvention::SvgdRef => dlp_core::stats::median_in_place(&mut sq.clone()).map(|m| m / ln),
     };
     match h {
         Some(h) if h > 0.0 => h,
