@@ -37,7 +37,7 @@ fn same_target(cpu: &dyn Target, gpu: &dyn Target, xs: &[u32], tol: f64, what: &
 }
 
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn tensor_rbm_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let (d, m) = (40, 17);
@@ -57,7 +57,7 @@ fn tensor_rbm_on_cuda_matches_cpu() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn tensor_potts_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let (d, k) = (12, 3);
@@ -78,7 +78,7 @@ fn tensor_potts_on_cuda_matches_cpu() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn tensor_bnn_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let (n, p, h) = (200, 5, 7);
@@ -97,7 +97,7 @@ fn tensor_bnn_on_cuda_matches_cpu() {
 /// continuous and the binarised predictions equal the CPU's to 1e-4 (f32, a 12–7–3 net, 64
 /// items: sums of ≤ 64 f32 terms, so the two devices' summation orders differ by ≈ 1e-6).
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn binary_nn_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let (n, layers) = (64, [12, 7, 3]);
@@ -130,7 +130,7 @@ fn binary_nn_on_cuda_matches_cpu() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn resnet_ebm_on_cuda_matches_cpu() {
     let Some(dev) = gpu() else { return };
     let cfg = ResNetConfig { channels: 8, stride2_blocks: 1, stride1_blocks: 1, height: 8, width: 8 };
@@ -143,7 +143,7 @@ fn resnet_ebm_on_cuda_matches_cpu() {
 /// Logits, energy and ∂f/∂X of the BERT energy on CUDA equal the CPU's to 1e-4 (f32; the CPU
 /// takes the fused ops, CUDA the elementary ones).
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn bert_on_cuda_matches_cpu() {
     let Some(gpu) = gpu() else { return };
     let cfg = bert::config(300, 32, 2, 4, 64);
@@ -177,7 +177,7 @@ fn bert_on_cuda_matches_cpu() {
 /// multiply-adds disabled), on square and thin tori (3 columns: an 8-site group spans three
 /// rows; 1,100 columns: a row longer than a block's segment), both domains, DULA and DMALA.
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn cuda_kernels_equal_the_cpu_twin() {
     let Some(gpu) = gpu() else { return };
     for (rows, cols) in [(3, 3), (10, 10), (64, 64), (700, 3), (5, 1100)] {
@@ -213,7 +213,7 @@ fn cuda_kernels_equal_the_cpu_twin() {
 /// DULA and DMALA, binary and spin; DMALA's counts in [0, steps]; and a TensorBnn run on the
 /// GPU keeps its states bits.
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn device_dlp_on_cuda_matches_the_cpu_twin() {
     use dlp_candle::device_chains::DeviceChains;
     use dlp_candle::device_dlp::{DeviceDlp, DlpKind};
@@ -263,7 +263,7 @@ fn device_dlp_on_cuda_matches_the_cpu_twin() {
 /// on the CPU, the CPU twin's positions equal to the GPU's wherever neither device hit a near
 /// tie, and the law.
 #[test]
-#[cfg_attr(not(feature = "cuda"), ignore = "needs a CUDA GPU and the cuda feature (just check-cuda)")]
+#[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn cuda_agrees_with_the_reference_and_the_cpu_twin() {
     use common::rbm::{check_against_reference, check_law};
     let Some(gpu) = gpu() else { return };
