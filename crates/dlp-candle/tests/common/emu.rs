@@ -279,7 +279,7 @@ impl EmuRbm {
             }
             RbmSampler::Gibbs => {
                 // device_rbm.rs `refreshes`: every d steps, from step d on.
-                if step > 0 && step as usize % d == 0 {
+                if step > 0 && (step as usize).is_multiple_of(d) {
                     self.a = product(&self.x, n, d, &self.w);
                 }
                 let mut bufs = [
