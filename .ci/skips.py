@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NEXTEST_SKIP = re.compile(r"^\s*SKIP \[[^\]]*\]\s+(?:\([^)]*\)\s+)?(\S+)\s+(\S+)\s*$")
 LIBTEST_IGNORED = re.compile(r"^test (.+?) \.\.\. ignored(?:, (.*))?$")
 PYTEST_SKIPPED = re.compile(r"^SKIPPED \[(\d+)\] (.*)$")
-# At the start of a line, so that `#[ignore]` quoted in a doc comment is not taken for one.
-IGNORE_ATTR = re.compile(r'^\s*#\[ignore(?:\s*=\s*"((?:[^"\\]|\\.)*)")?\]')
+# At the start of a line, so that `#[ignore]` quoted in a doc comment is not taken for one;
+# also the conditional form `#[cfg_attr(not(feature = "cuda"), ignore = "…")]` (tests/cuda.rs
+# compiles in CI, its tests ignored there with the reason).
+IGNORE_ATTR = re.compile(r'^\s*#\[(?:cfg_attr\([^,]*,\s*)?ignore(?:\s*=\s*"((?:[^"\\]|\\.)*)")?\)?\]')
 
 
 def ignore_reasons() -> dict:

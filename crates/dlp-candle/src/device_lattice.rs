@@ -60,7 +60,7 @@
 //!   DMALA ≈ 52 plus a per-chain kernel → ≈ 2e-3 ns. These are estimates: the kernels compile
 //!   (nvcc 13, ptxas sm_90: no spills; 40 registers for the proposal, 32 for the statistics,
 //!   40 for the acceptance kernel) and the CUDA source, compiled for the host under a CUDA
-//!   shim (`tests/emu/lattice_emu.cpp`), reproduces the twin bit for bit, but they have not
+//!   shim (`tests/emu/cuda_shim.hpp`, `lattice_emu.cpp`), reproduces the twin bit for bit, but they have not
 //!   run on a GPU; `tests/cuda.rs` holds the GPU-vs-twin test for a GPU machine.
 //!
 //! The one value the two sides may not share bit for bit is ln u (CUDA's `log` is within one

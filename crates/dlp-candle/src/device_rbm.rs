@@ -61,8 +61,11 @@
 //! deterministic and so is cuBLAS on one GPU for fixed shapes). It is *not* bit-identical to the
 //! CPU twin: the products round differently (cuBLAS vs candle's CPU gemm) and CUDA's `expf` and
 //! `log1pf` differ from Rust's by an ulp or two, so a flip whose uniform lies within ~10⁻⁶ of
-//! its probability can go either way, after which the two paths separate (they agree in law).
-//! Nor is it the host samplers' path (`dlp-samplers`: ChaCha streams, f64 arithmetic).
+//! its probability can go either way, after which the two paths separate (they agree in law);
+//! nvcc's fused multiply-adds add rounding differences of the same size. The kernels' source
+//! itself, compiled for the host (`tests/emu/cuda_shim.hpp`: the C library's `expf`/`log1pf`,
+//! no contraction) and launched as the CUDA backend launches it, reproduces the twin bit for
+//! bit (tests/device_rbm.rs, tests/device_dlp.rs). Nor is it the host samplers' path (`dlp-samplers`: ChaCha streams, f64 arithmetic).
 //! Because f and the sums are f32, DMALA's log ratio carries an error of order 10⁻⁴ on a
 //! 784 × 500 RBM (f ≈ 10³, where an f32 ulp is 6·10⁻⁵; measured ≤ 1.2·10⁻⁴ against f64 by the
 //! unit tests): acceptance probabilities are off by that relative amount, as in the official
@@ -515,7 +518,9 @@ pub(crate) fn propose_row(
 }
 
 /// `dlp_rbm_hidden` for one chain: s = σ(a + c), returns Σ_k softplus(a_k + c_k).
-fn hidden_row(a: &[f32], c: &[f32], s: &mut [f32]) -> f32 {
+// `pub` (hidden) for tests/device_rbm.rs, which compares the kernel, run on the host, with it.
+#[doc(hidden)]
+pub fn hidden_row(a: &[f32], c: &[f32], s: &mut [f32]) -> f32 {
     let mut sum = BlockSum::new();
     for (i, (&ai, &ci)) in a.iter().zip(c).enumerate() {
         let v = ai + ci;
@@ -559,7 +564,9 @@ pub fn mh_uniform(key: [u32; 2], chain: u32, step: u32) -> f64 {
 
 /// `dlp_rbm_propose` over all chains: the proposal rows Y (n × d) and log q(y|x) (n) from the
 /// rows `x` and their raw gradient products `g` (n × d each) with the bias `b` (d).
-pub(crate) fn cpu_propose(
+// `pub` (hidden) for tests/device_rbm.rs, which compares the kernel, run on the host, with it.
+#[doc(hidden)]
+pub fn cpu_propose(
     x: &[f32],
     g: &[f32],
     b: &[f32],
@@ -581,7 +588,9 @@ pub(crate) fn cpu_propose(
 /// counts (n), from the proposal rows `y`, their raw gradient products `gy`, their Σ softplus
 /// `sp`, log q(y|x) and the bias `b` (d).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn cpu_accept(
+// `pub` (hidden) for tests/device_rbm.rs, which compares the kernel, run on the host, with it.
+#[doc(hidden)]
+pub fn cpu_accept(
     x: &mut [f32],
     g: &mut [f32],
     f: &mut [f32],
@@ -612,7 +621,9 @@ pub(crate) fn cpu_accept(
 }
 
 /// `dlp_rbm_bernoulli` for one chain: out_i = [u_i < σ(a_i + bias_i)].
-fn bernoulli_row(a: &[f32], bias: &[f32], key: [u32; 2], chain: u32, step: u32, purpose: u32, out: &mut [f32]) {
+// `pub` (hidden) for tests/device_rbm.rs, which compares the kernel, run on the host, with it.
+#[doc(hidden)]
+pub fn bernoulli_row(a: &[f32], bias: &[f32], key: [u32; 2], chain: u32, step: u32, purpose: u32, out: &mut [f32]) {
     for_each_site_word(a.len(), key, chain, step, purpose, |i, word| {
         let v = a[i] + bias[i];
         let e = (-v.abs()).exp();
@@ -636,7 +647,18 @@ pub fn site_of(u: u64, d: usize) -> usize {
 
 /// `dlp_rbm_gibbs_site` for one chain: x (d) and its cached products a = xW̃ (M) in place.
 #[allow(clippy::too_many_arguments)]
-fn gibbs_site_row(x: &mut [f32], a: &mut [f32], w: &[f32], b: &[f32], c: &[f32], key: [u32; 2], chain: u32, step: u32) {
+// `pub` (hidden) for tests/device_rbm.rs, which compares the kernel, run on the host, with it.
+#[doc(hidden)]
+pub fn gibbs_site_row(
+    x: &mut [f32],
+    a: &mut [f32],
+    w: &[f32],
+    b: &[f32],
+    c: &[f32],
+    key: [u32; 2],
+    chain: u32,
+    step: u32,
+) {
     let (d, m) = (x.len(), a.len());
     let r = block(key, chain, step, PURPOSE_SITE, 0);
     let i = site_of(u64_of(r[0], r[1]), d);

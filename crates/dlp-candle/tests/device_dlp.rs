@@ -331,3 +331,59 @@ fn bad_input_is_a_param_error() {
     let chains = DeviceDlp::new(Arc::new(TensorRbm::from_rbm(&spin, &Device::Cpu).unwrap()), ok, &x0, 0).unwrap();
     assert_eq!((chains.n_chains(), chains.dim(), chains.name()), (2, 4, "dmala".to_string()));
 }
+
+/// The CUDA source of the generic step, run on the host: `dlp_rbm_propose` and `dlp_rbm_accept`
+/// of `kernels/rbm.cu` compiled by g++ under `tests/emu/cuda_shim.hpp` and launched as
+/// device_dlp.rs's CUDA backend launches them (zero bias, f(y) in the place of Σ softplus;
+/// `common::emu::EmuDlp`), around the model's candle graph on the CPU, give the CPU twin's
+/// positions and DMALA's counts bit for bit after every step: TensorRbm (binary and spin; one
+/// site; 1,029 sites, more than one pass of the 256-thread block; strong weights and fields)
+/// and TensorBnn, DULA and DMALA, α finite and +∞. Bit-identical, no ulp bound: the shim's
+/// math functions are the C library's, which the twin calls too.
+#[test]
+fn cuda_source_run_on_the_host_equals_the_cpu_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = common::emu::build(dir.path(), "rbm_emu") else {
+        return;
+    };
+    let mut kernels = common::emu::RbmKernels::start(&exe);
+    let rbm = |domain, d, m, (ws, bs, cs): (f64, f64, f64), seed| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut draw = |len: usize, s: f64| (0..len).map(|_| rng.random_range(-s..s)).collect::<Vec<_>>();
+        let (w, b, c) = (draw(d * m, ws), draw(d, bs), draw(m, cs));
+        let model = dlp_models::Rbm::new(domain, d, m, w, b, c).unwrap();
+        Arc::new(TensorRbm::from_rbm(&model, &Device::Cpu).unwrap()) as Arc<dyn DeviceEnergy>
+    };
+    let bnn = Arc::new(TensorBnn::from_bnn(&tiny_bnn(30, 1.0, 5), &Device::Cpu, DType::F32).unwrap());
+    // The model, n chains, steps.
+    let cases: [(&str, Arc<dyn DeviceEnergy>, usize, u32); 6] = [
+        ("rbm binary 12x5", rbm(DomainKind::Binary, 12, 5, (0.8, 1.0, 1.0), 1), 3, 8),
+        ("rbm spin 9x4", rbm(DomainKind::Spin, 9, 4, (0.8, 1.0, 1.0), 2), 3, 8),
+        ("rbm 1x1", rbm(DomainKind::Binary, 1, 1, (1.0, 1.0, 1.0), 3), 3, 6),
+        ("rbm 1029x3", rbm(DomainKind::Spin, 1029, 3, (0.1, 0.5, 0.5), 4), 2, 3),
+        ("rbm strong 13x6", rbm(DomainKind::Binary, 13, 6, (12.0, 30.0, 20.0), 5), 3, 6),
+        ("bnn 11", bnn, 3, 8),
+    ];
+    let mut moved = 0;
+    for (ci, (what, energy, n, steps)) in cases.iter().enumerate() {
+        let d = energy.space().d;
+        let x0 = random_bits(n * d, 300 + ci as u64);
+        for alpha in [0.3, f64::INFINITY] {
+            for kind in [DlpKind::Dula { alpha }, DlpKind::Dmala { alpha }] {
+                let seed = 40 + ci as u64;
+                let mut twin = DeviceDlp::new(energy.clone(), kind, &x0, seed).unwrap();
+                let mut emu = common::emu::EmuDlp::new(energy.as_ref(), kind, &x0, seed);
+                for t in 0..*steps {
+                    twin.step().unwrap();
+                    emu.step(&mut kernels, energy.as_ref());
+                    let (x, counts) = emu.state();
+                    let at = format!("{what} {kind:?} step {t}");
+                    assert!(x == twin.positions().unwrap(), "{at}: the emulated kernels and the CPU twin differ");
+                    assert_eq!(counts, twin.accepted().unwrap(), "{at}: accepted counts");
+                }
+                moved += (twin.positions().unwrap() != x0) as usize;
+            }
+        }
+    }
+    assert!(moved >= 20, "only {moved} of 24 runs moved: the comparison saw too little");
+}

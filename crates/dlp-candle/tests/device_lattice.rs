@@ -292,48 +292,18 @@ fn bad_input_is_a_parameter_error() {
     assert!(new(&ok, dula, &[0; 32]).is_ok());
 }
 
-/// Compiles `tests/emu/lattice_emu.cpp` (the kernels of `kernels/lattice.cu` under a host
-/// shim for CUDA) with g++ (or `$CXX`) into `dir`; `None` when there is none, a skip note
-/// outside CI and a failure under `CI` or `DLP_REQUIRE_ALL=1` (`.ci/run` installs g++).
-fn build_emulator(dir: &std::path::Path) -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let gxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-    let need = dlp_core::testing::require::Requirement::new(
-        format!("{gxx}, to compile the host emulation of kernels/lattice.cu"),
-        "apt-get install g++",
-    );
-    if !need.command(&[&gxx, "--version"]) {
-        return None;
-    }
-    let exe = dir.join("lattice_emu");
-    let out = std::process::Command::new(&gxx)
-        .args(["-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w"])
-        .arg(format!("-I{}", root.join("kernels").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root.join("tests/emu/lattice_emu.cpp"))
-        .output()
-        .expect("g++ runs");
-    assert!(
-        out.status.success(),
-        "the kernels do not compile under the host shim:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(exe)
-}
-
-/// The CUDA source, run on the host: `kernels/lattice.cu` compiled by g++ under a shim for the
-/// CUDA features it uses (threads, barriers, warp shuffles, shared memory; see
-/// `tests/emu/lattice_emu.cpp`) and driven with the CUDA backend's layout and launch grid,
+/// The CUDA source, run on the host: `kernels/lattice.cu` compiled by g++ under the shim of
+/// `tests/emu/cuda_shim.hpp` (fibers, barriers, warp reductions, shared memory) by
+/// `tests/emu/lattice_emu.cpp` and driven with the CUDA backend's layout and launch grid,
 /// gives the CPU twin's positions and accepted counts bit for bit — on square and thin tori
 /// (3 columns: an 8-site group spans three rows; 1,100 columns: a row longer than a block's
 /// segment; 64 × 64: four blocks per chain; 117 sites: a partial last group), both domains,
 /// DULA and DMALA. What it cannot check is what only a GPU shows: the launch glue in
-/// Rust, `__reduce_add_sync`, real concurrency between blocks.
+/// Rust, the hardware's `__reduce_add_sync`, real concurrency between blocks.
 #[test]
 fn cuda_source_run_on_the_host_equals_the_cpu_twin() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = build_emulator(dir.path()) else {
+    let Some(exe) = common::emu::build(dir.path(), "lattice_emu") else {
         return;
     };
     let cases = [

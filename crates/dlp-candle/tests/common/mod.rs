@@ -3,12 +3,14 @@
 //! uniforms restated, near-tie-aware draws, the f64 reconstruction of a DULA / DMALA step and
 //! the step-by-step and law checks built on it, a Pearson χ² test with its limit, and `cuda:0`
 //! for the GPU checks, random tensor-target inputs and a relative difference (`agree.rs`,
-//! `cuda.rs`); [`bert`]: a small BERT configuration. Each test binary uses a subset of
-//! them.
+//! `cuda.rs`); [`bert`]: a small BERT configuration; [`emu`]: the CUDA kernels run on the
+//! host; [`rbm`]: the device RBM checks of `device_rbm.rs` and `cuda.rs`. Each test binary uses a subset of them.
 
 #![allow(dead_code)]
 
 pub mod bert;
+pub mod emu;
+pub mod rbm;
 
 use dlp_candle::Error;
 use dlp_candle::device_chains::DeviceChains;
@@ -228,8 +230,8 @@ pub fn expect_param_error<T>(r: Result<T, Error>, what: &str) {
 /// `cuda:0`, or `None` (with a skip note on stderr) when this machine has no usable GPU; with
 /// `DLP_REQUIRE_GPU=1` (`scripts/gpu_check.sh` sets it) no GPU is a failure, so a GPU run
 /// cannot pass by skipping. `CI` / `DLP_REQUIRE_ALL` do not require it: no install command
-/// provides a GPU, and CI never builds the `cuda` feature these checks are compiled under.
-#[cfg(feature = "cuda")]
+/// provides a GPU. Without the `cuda` feature candle's `new_cuda` always fails; the checks that
+/// call this are then #[ignore]d (tests/cuda.rs), so CI compiles them but never runs them.
 pub fn gpu() -> Option<candle_core::Device> {
     match candle_core::Device::new_cuda(0) {
         Ok(d) => Some(d),
