@@ -99,7 +99,7 @@ impl CallbackTarget {
             if let Ok(mut slot) = self.error.lock()
                 && slot.is_none()
             {
-                let message = Python::attach(|py| e.value(py).str().map(|s| dlp_cli::one_line(&s.to_string())))
+                let message = Python::attach(|py| e.value(py).str().map(|s| dlp_core::io::one_line(&s.to_string())))
                     .unwrap_or_default();
                 *slot = Some((EvalError::Device { device: "python callback".into(), message }, e));
             }
@@ -111,7 +111,7 @@ impl CallbackTarget {
 fn exception_text(py: Python<'_>, e: &PyErr) -> String {
     let ty = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    dlp_cli::one_line(&format!("{ty}: {msg}"))
+    dlp_core::io::one_line(&format!("{ty}: {msg}"))
 }
 
 /// The Python type name of an object, for messages.

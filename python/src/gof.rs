@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 const MIN_ROWS: usize = 10;
 
 /// The statistic and bootstrap named by the caller, checked as `dlp gof` checks them. For
-/// `"model"` (the model null, [`dlp_cli::GofNull`]) the test itself runs one unused
+/// `"model"` (the model null, [`dlp_gof::GofNull`]) the test itself runs one unused
 /// replicate of the statistic's default bootstrap, and the second value is true.
 fn null_test(
     statistic: &str,
@@ -102,7 +102,7 @@ fn callback_error(model: &PyModel) -> PyResult<()> {
     }
 }
 
-/// The p-value of the observed statistic ([`dlp_cli::GofNull::p_value`], as `dlp gof`): the
+/// The p-value of the observed statistic ([`dlp_gof::GofNull::p_value`], as `dlp gof`): the
 /// bootstrap's in `observed`, or with `model_null` against the model null (`stat` computes the
 /// statistic of a replicate data set and seed; B, its Gibbs sweeps and the sample size n).
 /// Records the method in `doc["bootstrap"]`.
@@ -122,7 +122,7 @@ where
     F: Fn(&[u32], u64) -> Result<f64, GofError> + Sync + Send,
 {
     let target = model.target();
-    let gof_null = dlp_cli::GofNull {
+    let gof_null = dlp_gof::GofNull {
         bootstrap: null.bootstrap,
         reps,
         seed: null.seed,
@@ -230,9 +230,9 @@ pub fn gfksd(
     };
     let surrogate = match (surrogate, &model.inner) {
         ("gaussian", _) => Surrogate::Gaussian,
-        ("relaxed", crate::Inner::Loaded(m)) => {
-            Surrogate::Relaxed(dlp_cli::relaxation_of(m).ok_or_else(|| value_error(GofError::RelaxedNeedsBinary))?)
-        }
+        ("relaxed", crate::Inner::Loaded(m)) => Surrogate::Relaxed(
+            dlp_gof::relaxation_of(m.as_target()).ok_or_else(|| value_error(GofError::RelaxedNeedsBinary))?,
+        ),
         ("relaxed", _) => return Err(value_error(GofError::RelaxedNeedsBinary)),
         (o, _) => return Err(value_error(format!("surrogate must be gaussian or relaxed, got \"{o}\""))),
     };

@@ -13,8 +13,8 @@ mod gof;
 mod run;
 
 use callback::CallbackTarget;
-use dlp_cli::CliError;
 use dlp_core::{DomainKind, Space, Target};
+use dlp_session::Error as CliError;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -31,7 +31,7 @@ pub(crate) fn py_err(e: CliError) -> PyErr {
 
 /// A `ValueError` with `message` on one line.
 pub(crate) fn value_error(message: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(dlp_cli::one_line(&message.to_string()))
+    PyValueError::new_err(dlp_core::io::one_line(&message.to_string()))
 }
 
 /// What a Python `Model` holds: a model of a registered kind (from a file or a constructor),

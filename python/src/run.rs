@@ -10,12 +10,8 @@
 //! function is called once per sampler step with every chain (and never from two threads).
 
 use crate::{PyModel, py_err, to_indices, to_values, value_error};
-use dlp_cli::CliError;
-use dlp_core::{
-    Batch, Capabilities, EvalError, Observer, RunOptions, SamplerError, Space, States, StepContext, StepInfo, Target,
-    run_chains,
-};
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
+use dlp_core::{Batch, Capabilities, EvalError, RunOptions, SamplerError, Space, Target};
+use dlp_session::{Error as CliError, Progress, Ran, Request, Session, Spelling, StepSize, Tallies, Trace};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -76,53 +72,8 @@ impl Target for Guarded<'_> {
     }
 }
 
-/// One task's record: acceptance and changed coordinates per chain, and the kept states.
-struct Record {
-    n: usize,
-    /// Steps run before this run (the warm-up).
-    offset: usize,
-    bar: indicatif::ProgressBar,
-    pending: u64,
-    accepted: Vec<u64>,
-    accept_prob: Vec<f64>,
-    changed: Vec<u64>,
-    keep: Option<(usize, usize)>,
-    kept_steps: Vec<usize>,
-    kept: Vec<u32>,
-}
-
-impl Observer for Record {
-    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
-        self.pending += self.n as u64;
-        if self.pending >= 4096 {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-        for (j, s) in info.iter().enumerate() {
-            self.accepted[j] += u64::from(s.accepted);
-            self.accept_prob[j] += s.accept_prob;
-            self.changed[j] += u64::from(s.n_changed);
-        }
-        let step = ctx.step + self.offset;
-        if let Some((burn_in, thin)) = self.keep
-            && step > burn_in
-            && (step - burn_in).is_multiple_of(thin)
-        {
-            self.kept_steps.push(step);
-            self.kept.extend_from_slice(states.positions());
-        }
-    }
-}
-
-/// What the run thread hands back: the runner's output, the step sizes used and the warm-up
-/// steps that adaptation took.
-struct Ran {
-    output: dlp_core::RunOutput<Record>,
-    step_size: Option<f64>,
-    step_size_min: Option<f64>,
-    warm: usize,
-    name: String,
-}
+/// One task's observers: the progress bar, the tallies and, with `keep_trace`, the trace.
+type Record = (Progress, Tallies, Option<Trace>);
 
 /// Runs `chains` chains of `sampler` for `steps` steps (see `dlp.sample`). With `adapt` the
 /// step size adapts first over `burn_in` warm-up steps (half of `steps` when 0), as `dlp
@@ -154,29 +105,28 @@ pub fn sample<'py>(
     adapt: bool,
     target_accept: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    check_step_size(step_size)?;
-    if let Some(a) = step_size_min
-        && !(a.is_finite() && a > 0.0)
-    {
-        return Err(value_error(format!("step_size_min must be a finite number > 0, got {a}")));
-    }
-    if let Some(t) = target_accept
-        && !(t > 0.0 && t < 1.0)
-    {
-        return Err(value_error(format!("target_accept must be in (0, 1), got {t}")));
-    }
-    if chains == 0 {
-        return Err(value_error("chains must be at least 1"));
-    }
-    if thin == 0 {
-        return Err(value_error("thin must be at least 1"));
-    }
-    if batch_size == Some(0) {
-        return Err(value_error("batch_size must be at least 1"));
-    }
+    let request = Request {
+        sampler: sampler.to_string(),
+        step_size: match (adapt, step_size) {
+            (true, _) => StepSize::Auto,
+            (false, Some(a)) => StepSize::Fixed(a),
+            // Python's `step_size=None` means "none" (for samplers without one), not "adapt".
+            (false, None) => StepSize::Without,
+        },
+        step_size_min,
+        preconditioner,
+        batch_size,
+        chains,
+        steps,
+        burn_in: (burn_in > 0).then_some(burn_in),
+        thin,
+        target_accept,
+        progress,
+    };
+    request.check(Spelling::Keywords).map_err(py_err)?;
     let target = model.target();
     let space = target.space().clone();
-    if let Some(h) = &preconditioner
+    if let Some(h) = &request.preconditioner
         && h.len() != space.d
     {
         return Err(value_error(format!(
@@ -185,31 +135,8 @@ pub fn sample<'py>(
             space.d
         )));
     }
-    let params = dlp_samplers::SamplerParams {
-        step_size: if adapt { None } else { step_size },
-        preconditioner,
-        batch_size,
-        step_size_min,
-    };
-    let warmup = if adapt { if burn_in > 0 { burn_in } else { steps / 2 } } else { 0 };
-    if adapt {
-        if warmup == 0 || warmup > steps {
-            return Err(value_error(format!(
-                "step-size adaptation needs 1 ≤ burn_in ≤ steps warm-up steps, got {warmup} of {steps}"
-            )));
-        }
-        if !dlp_samplers::registry::find(sampler).is_some_and(|(spec, _)| spec.adapts_step_size()) {
-            // The adaptation's own check gives the message (unknown name, or no step size).
-            let opts = AdaptOptions { warmup, ..Default::default() };
-            let err = adapt_step_size(sampler, &params, target, &[], &opts, &RunOptions::default()).err();
-            return Err(py_err(CliError::from_run(
-                err.unwrap_or_else(|| SamplerError::UnknownSampler(sampler.into(), String::new())),
-            )));
-        }
-    } else {
-        // Parameter errors before any work.
-        dlp_samplers::build_sampler(sampler, &params).map_err(|e| py_err(CliError::input(e)))?;
-    }
+    // Parameter errors before any work (the session checks that the sampler builds or adapts).
+    let session = Session::resolve(request, Spelling::Keywords, target).map_err(py_err)?;
     // As the CLI: a sampler the registry flags as not irreducible and aperiodic here gets a
     // Python warning (RuntimeWarning) naming why.
     if let Some(why) = dlp_samplers::registry::not_ergodic_on(sampler, &space) {
@@ -223,7 +150,7 @@ pub fn sample<'py>(
             }
             x0
         }
-        None => dlp_cli::initial_states(&space, chains, random_init, seed),
+        None => dlp_session::initial_states(&space, chains, random_init, seed),
     };
     let callback = model.callback().is_some();
     // A callback model: one task on one thread, so one call per step for the whole batch.
@@ -234,44 +161,15 @@ pub fn sample<'py>(
     };
     let stop = AtomicBool::new(false);
     let guarded = Guarded { inner: target, stop: &stop };
-    let go = || -> Result<Ran, SamplerError> {
-        let (mut x, mut alpha, mut alpha_min, mut warm) = (x0.clone(), step_size, step_size_min, 0);
-        if adapt {
-            let target_accept = target_accept.unwrap_or_else(|| default_target_accept(sampler));
-            let opts = AdaptOptions {
-                warmup,
-                target_accept,
-                window: warmup.min(dlp_samplers::adapt::DEFAULT_WINDOW),
-                ..Default::default()
-            };
-            let a = adapt_step_size(sampler, &params, &guarded, &x0, &opts, &options)?;
-            warm = a.windows * opts.window;
-            x = a.positions;
-            alpha = Some(a.step_size);
-            alpha_min = a.step_size_min.or(alpha_min);
-        }
-        let params = dlp_samplers::SamplerParams { step_size: alpha, step_size_min: alpha_min, ..params.clone() };
-        let kernel = dlp_samplers::build_sampler(sampler, &params)?;
-        let left = steps - warm;
-        // The CLI's bar (hidden when stderr is not a terminal); advanced in batches of steps.
-        let bar = dlp_cli::progress_bar((chains * left) as u64, &format!("{} ×{chains}", kernel.name()), !progress);
-        // Trace steps count from the chains' start, warm-up included, as in `dlp sample`.
-        let keep = keep_trace.then_some((if burn_in > 0 { burn_in } else { warm }, thin));
-        let make = |_, n| Record {
-            n,
-            offset: warm,
-            bar: bar.clone(),
-            pending: 0,
-            accepted: vec![0; n],
-            accept_prob: vec![0.0; n],
-            changed: vec![0; n],
-            keep,
-            kept_steps: Vec::new(),
-            kept: Vec::new(),
-        };
-        let output = run_chains(kernel.as_ref(), &guarded, &x, left, &options, make)?;
-        bar.finish_and_clear();
-        Ok(Ran { output, step_size: alpha, step_size_min: alpha_min, warm, name: kernel.name() })
+    // The session: adaptation (as `dlp sample`), the fixed-α kernel, the kept run.
+    let go = || -> Result<Ran<Record>, SamplerError> {
+        session.run(
+            &guarded,
+            x0.clone(),
+            &options,
+            |_| {},
+            |stage, _, n| (stage.progress(n), Tallies::new(n), keep_trace.then(|| stage.trace(n))),
+        )
     };
     let (result, interrupt) = py.detach(|| {
         std::thread::scope(|s| {
@@ -310,7 +208,7 @@ pub fn sample<'py>(
         Some(r) => r.map_err(|e| py_err(CliError::from_run(e)))?,
         None => return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error: the sampling thread failed")),
     };
-    let (output, steps) = (ran.output, steps - ran.warm);
+    let (output, steps) = (&ran.output, ran.steps);
     let d = space.d;
     let out = PyDict::new(py);
     out.set_item("final", to_values(py, &space, &output.final_states)?)?;
@@ -318,35 +216,35 @@ pub fn sample<'py>(
     let mut acc = Vec::with_capacity(chains);
     let mut prob = Vec::with_capacity(chains);
     let mut changed = Vec::with_capacity(chains);
-    for r in &output.observers {
-        acc.extend(r.accepted.iter().map(|&a| a as f64));
-        prob.extend_from_slice(&r.accept_prob);
-        changed.extend(r.changed.iter().map(|&c| c as f64));
+    for (_, t, _) in &output.observers {
+        acc.extend(t.accepted.iter().map(|&a| a as f64));
+        prob.extend_from_slice(&t.accept_prob);
+        changed.extend(t.changed.iter().map(|&c| c as f64));
     }
     out.set_item("accept_rate", per_step(acc))?;
     out.set_item("accept_prob", per_step(prob))?;
     out.set_item("changed", per_step(changed))?;
+    let traces: Vec<&Trace> = output.observers.iter().filter_map(|(_, _, t)| t.as_ref()).collect();
     if keep_trace {
         // Each task kept (steps × its chains × d); interleave into (steps × all chains × d).
-        let steps_kept = output.observers.first().map_or(0, |r| r.kept_steps.len());
-        let mut trace = Vec::with_capacity(steps_kept * chains * d);
-        for k in 0..steps_kept {
-            for r in &output.observers {
-                trace.extend_from_slice(&r.kept[k * r.n * d..(k + 1) * r.n * d]);
+        let kept_steps = traces.first().map_or(&[][..], |t| t.steps());
+        let mut trace = Vec::with_capacity(kept_steps.len() * chains * d);
+        for k in 0..kept_steps.len() {
+            for t in &traces {
+                trace.extend_from_slice(t.at(k));
             }
         }
         let values = to_values(py, &space, &trace)?;
-        out.set_item("trace", values.reshape([steps_kept, chains, d])?)?;
-        let kept_steps: Vec<i64> =
-            output.observers.first().map_or(Vec::new(), |r| r.kept_steps.iter().map(|&s| s as i64).collect());
+        out.set_item("trace", values.reshape([kept_steps.len(), chains, d])?)?;
+        let kept_steps: Vec<i64> = kept_steps.iter().map(|&s| s as i64).collect();
         out.set_item("trace_steps", PyArray1::from_vec(py, kept_steps))?;
     } else {
         out.set_item("trace", py.None())?;
         out.set_item("trace_steps", py.None())?;
     }
-    out.set_item("sampler", ran.name)?;
+    out.set_item("sampler", &ran.name)?;
     out.set_item("step_size", ran.step_size)?;
     out.set_item("step_size_min", ran.step_size_min)?;
-    out.set_item("warmup_steps", ran.warm)?;
+    out.set_item("warmup_steps", ran.warmup_steps)?;
     Ok(out)
 }

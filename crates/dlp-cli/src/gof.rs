@@ -5,7 +5,7 @@
 //! statistics are dlp-gof's. Order of checks: parameters, output place, model, samples,
 //! reference, jitter; the first problem found is the one reported (§10.5).
 
-use dlp_cli::{CliError, atomic_write, check_writable, relaxation_of};
+use dlp_cli::{CliError, atomic_write, check_writable};
 use dlp_core::{DomainKind, Space, Target};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
@@ -256,7 +256,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let target: Option<&dyn Target> = model.as_ref().map(|m| m.as_target());
     let kind = model.as_ref().map(|m| m.kind_name()).unwrap_or("samples");
-    if args.test == TestKind::Gfksd && p.surrogate_relaxed && model.as_ref().and_then(relaxation_of).is_none() {
+    if args.test == TestKind::Gfksd
+        && p.surrogate_relaxed
+        && model.as_ref().and_then(|m| dlp_gof::relaxation_of(m.as_target())).is_none()
+    {
         return Err(CliError::input(GofError::RelaxedNeedsBinary));
     }
     let space = match target {
@@ -269,7 +272,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let xs = read_rows(&args.samples, &space, kind, p.delimiter)?;
     let n = xs.len() / space.d;
-    let gof_null = dlp_cli::GofNull {
+    let gof_null = dlp_gof::GofNull {
         bootstrap: p.bootstrap,
         reps: p.reps,
         seed: args.seed,
@@ -332,7 +335,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 None => None,
             };
             let surrogate = if p.surrogate_relaxed {
-                Surrogate::Relaxed(model.as_ref().and_then(relaxation_of).expect("checked above"))
+                Surrogate::Relaxed(
+                    model.as_ref().and_then(|m| dlp_gof::relaxation_of(m.as_target())).expect("checked above"),
+                )
             } else {
                 Surrogate::Gaussian
             };

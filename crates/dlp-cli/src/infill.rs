@@ -12,10 +12,12 @@
 //! every masked slot `[MASK]` (all chains the same start; the paper does not say how its
 //! chains start).
 
-use dlp_candle::bert::infill::{Fill, sample_infill, top_fills};
+use dlp_candle::bert::infill::{Fill, sample_infill, sample_infill_from, start_states, top_fills};
 use dlp_candle::bert::{BertMlm, InfillTarget, Vocab};
 use dlp_cli::{CliError, atomic_write, check_writable, io_reason, progress_bar};
+use dlp_core::RunOptions;
 use dlp_core::rng::derive_seed;
+use dlp_session::{Request, Session, Spelling, StepSize};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +31,8 @@ pub enum InfillSampler {
     Gwg,
     /// Discrete Langevin, unadjusted (needs --step-size).
     Dula,
-    /// Discrete Langevin, Metropolis-adjusted (needs --step-size).
+    /// Discrete Langevin, Metropolis-adjusted (without --step-size, α adapts over the first half
+    /// of the steps of each line, as in `dlp sample`).
     Dmala,
 }
 
@@ -49,7 +52,8 @@ pub struct Args {
     /// Sampler.
     #[arg(long, value_enum, default_value_t = InfillSampler::Dmala)]
     pub sampler: InfillSampler,
-    /// Step size α of dula/dmala (tune it by the tokens changed per step, not the acceptance).
+    /// Step size α of dula/dmala (tune it by the tokens changed per step, not the acceptance);
+    /// without it dmala adapts α toward acceptance 0.574 over the first half of the steps.
     #[arg(long)]
     pub step_size: Option<f64>,
     /// Chains per input line.
@@ -94,7 +98,13 @@ fn check_args(args: &Args) -> Result<(), CliError> {
         Some(_) if !needs_alpha => {
             Err(CliError::input(format!("--step-size does not apply to --sampler {:?}", args.sampler).to_lowercase()))
         }
-        None if needs_alpha => Err(CliError::input("--sampler dula and dmala need --step-size α")),
+        None if args.sampler == InfillSampler::Dula => Err(CliError::input(
+            "--sampler dula needs --step-size α (it has no acceptance to adapt α toward; dmala adapts it when none is given)",
+        )),
+        None if args.sampler == InfillSampler::Dmala && args.steps < 2 => Err(CliError::input(format!(
+            "--sampler dmala without --step-size adapts α over half of --steps: needs --steps ≥ 2, got {}",
+            args.steps
+        ))),
         _ if args.chains == 0 => Err(CliError::input("--chains must be at least 1")),
         _ if args.top == 0 => Err(CliError::input("--top must be at least 1")),
         _ => Ok(()),
@@ -191,12 +201,26 @@ pub fn run(args: Args) -> Result<(), CliError> {
             out.push_str(&format!("{rec}\n"));
         }
     } else {
-        let sampler = match args.sampler {
+        // The registry samplers go through the session every front end uses: the same
+        // resolution, so dmala without --step-size adapts α as `dlp sample` does.
+        let session = match args.sampler {
             InfillSampler::Gibbs => None,
             other => {
-                let name = format!("{other:?}").to_lowercase();
-                let params = dlp_samplers::SamplerParams { step_size: args.step_size, ..Default::default() };
-                Some(dlp_samplers::build_sampler(&name, &params).map_err(CliError::input)?)
+                let request = Request {
+                    sampler: format!("{other:?}").to_lowercase(),
+                    step_size: args.step_size.map_or(StepSize::Default, StepSize::Fixed),
+                    step_size_min: None,
+                    preconditioner: None,
+                    batch_size: None,
+                    chains: args.chains,
+                    steps: args.steps,
+                    burn_in: None,
+                    thin: 1,
+                    target_accept: None,
+                    progress: false,
+                };
+                request.check(Spelling::Flags)?;
+                Some(Session::resolve(request, Spelling::Flags, &lines[0].target)?)
             }
         };
         let total = (lines.len() * args.chains * args.steps) as u64;
@@ -205,10 +229,37 @@ pub fn run(args: Args) -> Result<(), CliError> {
         for l in &lines {
             let seed = derive_seed(args.seed, &[l.number as u64]);
             let t0 = std::time::Instant::now();
-            let run = sample_infill(&l.target, &vocab, sampler.as_deref(), args.chains, args.steps, seed, &tick)
-                .map_err(device_error)?;
+            let (run, used) = match &session {
+                None => {
+                    let run = sample_infill(&l.target, &vocab, None, args.chains, args.steps, seed, &tick)
+                        .map_err(device_error)?;
+                    (run, Used { step_size: None, warmup_steps: None })
+                }
+                Some(session) => {
+                    // One task: the whole batch of chains goes through BERT together.
+                    let options = RunOptions { seed, threads: 1, chains_per_task: args.chains };
+                    let x0 = start_states(&l.target, &vocab, args.chains).map_err(device_error)?;
+                    let warmed = session.warm_up(&l.target, x0, &options).map_err(CliError::from_run)?;
+                    let kernel = session.build(&warmed).map_err(CliError::from_run)?;
+                    tick(args.chains * warmed.warmup_steps);
+                    let steps = args.steps - warmed.warmup_steps;
+                    let run = sample_infill_from(
+                        &l.target,
+                        &vocab,
+                        Some(kernel.as_ref()),
+                        warmed.positions,
+                        args.chains,
+                        steps,
+                        seed,
+                        &tick,
+                    )
+                    .map_err(device_error)?;
+                    let warmup_steps = warmed.adaptation.map(|a| a.steps);
+                    (run, Used { step_size: warmed.step_size, warmup_steps })
+                }
+            };
             let fills = top_fills(&l.target, &run.states, args.top).map_err(device_error)?;
-            out.push_str(&format!("{}\n", record(&args, &vocab, l, &fills, &run, t0.elapsed().as_secs_f64())));
+            out.push_str(&format!("{}\n", record(&args, &vocab, l, &fills, &run, &used, t0.elapsed().as_secs_f64())));
         }
         bar.finish_and_clear();
     }
@@ -230,20 +281,27 @@ fn device_error(e: dlp_candle::Error) -> CliError {
     }
 }
 
+/// The step size a line's run used: given, or adapted over `warmup_steps` first.
+struct Used {
+    step_size: Option<f64>,
+    warmup_steps: Option<usize>,
+}
+
 fn record(
     args: &Args,
     vocab: &Vocab,
     l: &Line,
     fills: &[Fill],
     run: &dlp_candle::bert::infill::InfillRun,
+    used: &Used,
     seconds: f64,
 ) -> serde_json::Value {
     let tokens = |f: &Fill| f.tokens.iter().map(|&t| vocab.token(t).unwrap_or("?").to_string()).collect::<Vec<_>>();
-    json!({
+    let mut rec = json!({
         "line": l.number,
         "input": l.text,
         "sampler": format!("{:?}", args.sampler).to_lowercase(),
-        "step_size": args.step_size,
+        "step_size": used.step_size,
         "chains": args.chains,
         "steps": args.steps,
         "seed": args.seed,
@@ -255,5 +313,10 @@ fn record(
         "changed_per_step": run.changed_per_step,
         "mean_changed_per_step": run.changed_per_step.iter().sum::<f64>() / run.changed_per_step.len().max(1) as f64,
         "seconds": seconds,
-    })
+    });
+    // Only adapted runs carry their warm-up, so records of a given α stay as they were.
+    if let Some(w) = used.warmup_steps {
+        rec["warmup_steps"] = json!(w);
+    }
+    rec
 }

@@ -1,61 +1,16 @@
-//! Shared plumbing of the `dlp` binary: the error type that fixes exit codes, one-line error
-//! messages, atomic file writes and progress bars. Each subcommand lives in its own module
+//! Shared plumbing of the `dlp` binary: the error type that fixes exit codes (from
+//! `dlp-session`, shared with the Python package), one-line error messages, atomic file writes
+//! and the model/sampler flags. Each subcommand lives in its own module
 //! of the binary (`src/<subcommand>.rs`) and returns [`CliError`].
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Why a subcommand failed; decides the exit code (`gof.md` §10.5).
-#[derive(Debug, Clone, PartialEq)]
-pub enum CliError {
-    /// Bad input or impossible parameters: exit 2. The text is what follows `error: `.
-    Input(String),
-    /// A bug or an unexpected system failure: exit 1.
-    Internal(String),
-}
+/// Why a subcommand failed; decides the exit code (`gof.md` §10.5): bad input exits 2, an
+/// internal or device failure 1. The session library's error, shared with the Python package.
+pub use dlp_session::Error as CliError;
 
-impl CliError {
-    /// Bad-input error from anything printable.
-    pub fn input(message: impl fmt::Display) -> Self {
-        CliError::Input(message.to_string())
-    }
-
-    /// Internal error from anything printable.
-    pub fn internal(message: impl fmt::Display) -> Self {
-        CliError::Internal(message.to_string())
-    }
-
-    /// The error that ends a run: a failed device (out of memory, lost device) is a system
-    /// failure (exit 1); everything else a sampler reports is about the input (exit 2).
-    pub fn from_run(e: dlp_core::SamplerError) -> Self {
-        match e {
-            dlp_core::SamplerError::Eval(dlp_core::EvalError::Device { .. }) => CliError::Internal(e.to_string()),
-            other => CliError::Input(other.to_string()),
-        }
-    }
-
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            CliError::Input(_) => 2,
-            CliError::Internal(_) => 1,
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Input(m) => write!(f, "{}", one_line(m)),
-            CliError::Internal(m) => write!(f, "internal error: {}", one_line(m)),
-        }
-    }
-}
-
-/// Joins a multi-line message into one line, so that every failure prints exactly one line.
-pub fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+/// Joins a multi-line message into one line (`dlp_core::io::one_line`).
+pub use dlp_core::io::one_line;
 
 /// Turns a clap error's rendering (`error: …\n\n  --model <MODEL>\n\nUsage: …`) into the text
 /// of a single `error:` line: the part before the usage block, joined on one line.
@@ -151,24 +106,15 @@ impl ModelSamplerArgs {
         }
     }
 
-    /// Whether the step size is to be adapted: `--step-size auto`, or no `--step-size` for a
-    /// Metropolis-adjusted sampler that takes one (the default there).
-    pub fn adapts(&self) -> bool {
-        match self.step_size {
-            Some(StepSize::Auto) => true,
-            Some(StepSize::Fixed(_)) => false,
-            None => dlp_samplers::registry::find(&self.sampler).is_some_and(|(spec, _)| spec.adapts_step_size()),
-        }
-    }
-
-    /// The sampler parameters with step size `alpha` (or the fixed `--step-size`).
-    pub fn params(&self, alpha: Option<f64>, batch_size: Option<usize>) -> dlp_samplers::SamplerParams {
+    /// The sampler parameters with the fixed `--step-size` (`dlp sample`'s adaptation is
+    /// `dlp_session`'s).
+    pub fn params(&self, batch_size: Option<usize>) -> dlp_samplers::SamplerParams {
         let fixed = match self.step_size {
             Some(StepSize::Fixed(a)) => Some(a),
             _ => None,
         };
         dlp_samplers::SamplerParams {
-            step_size: alpha.or(fixed),
+            step_size: fixed,
             preconditioner: self.preconditioner.clone(),
             batch_size,
             step_size_min: self.step_size_min,
@@ -181,8 +127,7 @@ impl ModelSamplerArgs {
         if self.step_size == Some(StepSize::Auto) {
             return Err(CliError::input("--step-size auto adapts during dlp sample's warm-up; give a number here"));
         }
-        let sampler =
-            dlp_samplers::build_sampler(&self.sampler, &self.params(None, batch_size)).map_err(CliError::input)?;
+        let sampler = dlp_samplers::build_sampler(&self.sampler, &self.params(batch_size)).map_err(CliError::input)?;
         let model = dlp_models::load_model(&self.model).map_err(CliError::input)?;
         Ok((sampler, model))
     }
@@ -198,105 +143,7 @@ pub fn warn_if_not_ergodic(sampler: &str, space: &dlp_core::Space) {
     }
 }
 
-/// The initial batch of `dlp sample` (and the Python package's `dlp.sample`), `chains × d`
-/// indices: every coordinate uniform over its values from setup stream 0 of `seed` when
-/// `random`, else every coordinate at its first value (−1 for spin, 0 for binary).
-pub fn initial_states(space: &dlp_core::Space, chains: usize, random: bool, seed: u64) -> Vec<u32> {
-    use rand::RngExt;
-    if !random {
-        return vec![0; chains * space.d];
-    }
-    let mut rng = dlp_core::setup_rng(seed);
-    let k = space.k() as u32;
-    (0..chains * space.d).map(|_| rng.random_range(0..k)).collect()
-}
-
-/// The continuous relaxation of an Ising or RBM model for GF-KSD's `relaxed` surrogate
-/// (`None` for other kinds), shared by `dlp gof` and the Python package.
-pub fn relaxation_of(model: &dlp_models::Model) -> Option<dlp_gof::Relaxation> {
-    use dlp_models::{IsingModel, Rbm};
-    if let Some(m) = model.downcast_ref::<IsingModel>() {
-        let d = m.d();
-        let mut j = vec![0.0; d * d];
-        for (a, b, w) in m.couplings().pairs() {
-            j[a * d + b] = w;
-            j[b * d + a] = w;
-        }
-        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-        return Some(dlp_gof::Relaxation::Ising { values, j, b: m.fields().to_vec() });
-    }
-    if let Some(m) = model.downcast_ref::<Rbm>() {
-        let values = if m.is_spin() { (-1.0, 1.0) } else { (0.0, 1.0) };
-        return Some(dlp_gof::Relaxation::Rbm { values, w: m.w().to_vec(), b: m.b().to_vec(), c: m.c().to_vec() });
-    }
-    None
-}
-
-/// The null distribution of `dlp gof --test kdsd|gfksd` and of the Python package's
-/// `dlp.gof.kdsd`/`gfksd`: a bootstrap on the statistic's matrix, or with `model` the model null
-/// (`--bootstrap model`: `reps` data sets of n draws from the model,
-/// [`dlp_gof::model_replicates`]).
-pub struct GofNull {
-    /// The bootstrap; with `model`, the statistic's default one (its single replicate unused).
-    pub bootstrap: dlp_gof::Bootstrap,
-    /// Replicates B (bootstrap draws or model data sets).
-    pub reps: usize,
-    /// Seed of every stream.
-    pub seed: u64,
-    /// `Some` for the model null: exact or Gibbs draws.
-    pub model: Option<dlp_gof::ModelDraws>,
-}
-
-impl GofNull {
-    /// The null the test itself runs: the bootstrap, or one replicate of it for the model null.
-    pub fn test(&self, statistic: dlp_gof::Statistic) -> dlp_gof::NullTest {
-        let reps = if self.model.is_some() { 1 } else { self.reps };
-        dlp_gof::NullTest { statistic, bootstrap: self.bootstrap, reps, seed: self.seed }
-    }
-
-    /// The p-value of the `observed` test: the bootstrap's, or against the model null's
-    /// replicates of `stat` (the statistic of a data set, given a seed for what it draws
-    /// itself). Records the method in `doc["bootstrap"]` and warns when the draws are not exact.
-    pub fn p_value<F>(
-        &self,
-        target: &dyn dlp_core::Target,
-        n: usize,
-        observed: &dlp_gof::bootstrap::NullOutcome,
-        doc: &mut serde_json::Value,
-        warnings: &mut Vec<String>,
-        stat: F,
-    ) -> Result<f64, dlp_gof::GofError>
-    where
-        F: Fn(&[u32], u64) -> Result<f64, dlp_gof::GofError> + Sync,
-    {
-        let Some(draws) = self.model else {
-            doc["bootstrap"] = serde_json::json!({"method": self.bootstrap.name(), "reps": self.reps});
-            return Ok(observed.p_value);
-        };
-        let burnin = match draws {
-            dlp_gof::ModelDraws::Exact => serde_json::Value::Null,
-            dlp_gof::ModelDraws::Gibbs { burnin } => {
-                warnings.push(format!(
-                    "model null drawn by {burnin} single-site Gibbs sweeps per chain (the space is too large to draw exactly); its level is exact only with exact draws"
-                ));
-                serde_json::json!(burnin)
-            }
-        };
-        doc["bootstrap"] =
-            serde_json::json!({"method": "model", "reps": self.reps, "sampler": draws.name(), "burnin": burnin});
-        let replicates = dlp_gof::model_replicates(target, n, self.reps, self.seed, draws, stat)?;
-        Ok(dlp_gof::p_value(observed.statistic, &replicates))
-    }
-}
-
-/// A progress bar on stderr counting `len` units ([`dlp_core::progress::bar`]: plain log lines
-/// every minute when stderr is not a terminal); hidden with `quiet`.
-pub fn progress_bar(len: u64, message: &str, quiet: bool) -> indicatif::ProgressBar {
-    if quiet {
-        return indicatif::ProgressBar::hidden();
-    }
-    dlp_core::progress::bar(len, message)
-}
+pub use dlp_session::{initial_states, progress_bar};
 
 #[cfg(test)]
 mod tests {

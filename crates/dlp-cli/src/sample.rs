@@ -2,10 +2,9 @@
 //! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
 //! optionally, every kept state with its chain and step.
 
-use dlp_cli::{CliError, ModelSamplerArgs, atomic_write, check_writable, io_reason, progress_bar};
-use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, run_chains};
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
-use std::fmt::Write as _;
+use dlp_cli::{CliError, ModelSamplerArgs, StepSize, atomic_write, check_writable, io_reason};
+use dlp_core::{RunOptions, Space};
+use dlp_session::{Request, Session, Spelling, Trace};
 use std::path::PathBuf;
 
 /// How the chains start.
@@ -63,64 +62,35 @@ pub struct Args {
     pub quiet: bool,
 }
 
-/// Checks the numeric arguments that do not need the model.
-fn check_args(args: &Args) -> Result<(), CliError> {
-    args.run.check_step_size()?;
-    if let Some(t) = args.target_accept
-        && !(t > 0.0 && t < 1.0)
-    {
-        return Err(CliError::input(format!("--target-accept must be in (0, 1), got {t}")));
-    }
-    if args.chains == 0 {
-        return Err(CliError::input("--chains must be at least 1"));
-    }
-    if args.thin == 0 {
-        return Err(CliError::input("--thin must be at least 1"));
-    }
-    if args.batch_size == Some(0) {
-        return Err(CliError::input("--batch-size must be at least 1"));
-    }
-    if args.trace.as_ref() == Some(&args.out) {
-        return Err(CliError::input("--trace and --out name the same file"));
-    }
-    Ok(())
-}
-
-/// One task's view: advances the progress bar and keeps the traced states.
-struct SampleObserver {
-    bar: indicatif::ProgressBar,
-    n_chains: usize,
-    pending: u64,
-    keep: Option<(usize, usize)>,
-    /// Steps run before this run (the warm-up), so trace steps count from the chains' start.
-    offset: usize,
-    kept_steps: Vec<usize>,
-    kept_states: Vec<u32>,
-}
-
-impl Observer for SampleObserver {
-    fn observe(&mut self, ctx: &StepContext, states: States<'_>, _info: &[StepInfo]) {
-        // The bar is shared by all tasks; batching increments keeps it off the hot path.
-        self.pending += self.n_chains as u64;
-        if self.pending >= 4096 {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-        let step = ctx.step + self.offset;
-        if let Some((burn_in, thin)) = self.keep
-            && step > burn_in
-            && (step - burn_in).is_multiple_of(thin)
-        {
-            self.kept_steps.push(step);
-            self.kept_states.extend_from_slice(states.positions());
-        }
+/// The session this invocation asks for (`dlp_session`: the same as Python's `dlp.sample`).
+fn request(args: &Args) -> Request {
+    let run = &args.run;
+    Request {
+        sampler: run.sampler.clone(),
+        step_size: match run.step_size {
+            None => dlp_session::StepSize::Default,
+            Some(StepSize::Auto) => dlp_session::StepSize::Auto,
+            Some(StepSize::Fixed(a)) => dlp_session::StepSize::Fixed(a),
+        },
+        step_size_min: run.step_size_min,
+        preconditioner: run.preconditioner.clone(),
+        batch_size: args.batch_size,
+        chains: args.chains,
+        steps: args.steps,
+        burn_in: args.burn_in,
+        thin: args.thin,
+        target_accept: args.target_accept,
+        progress: !args.quiet,
     }
 }
 
 /// Runs `dlp sample`.
 pub fn run(args: Args) -> Result<(), CliError> {
-    check_args(&args)?;
-    let adapt = args.run.adapts();
+    let request = request(&args);
+    request.check(Spelling::Flags)?;
+    if args.trace.as_ref() == Some(&args.out) {
+        return Err(CliError::input("--trace and --out name the same file"));
+    }
     let model = dlp_models::load_model(&args.run.model).map_err(CliError::input)?;
     check_writable("--out", &args.out)?;
     if let Some(trace) = &args.trace {
@@ -129,86 +99,55 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let target: &dyn dlp_core::Target = &model;
     let space = target.space().clone();
     dlp_cli::warn_if_not_ergodic(&args.run.sampler, &space);
-    let d = space.d;
-    let mut x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
+    let session = Session::resolve(request, Spelling::Flags, target)?;
+    let x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
-    // Warm-up adaptation: α adapts over the burn-in, then the kept run uses the frozen α.
-    let (mut alpha, mut alpha_min, mut warm) = (None, None, 0);
-    let mut adapted_note = String::new();
-    if adapt {
-        let warmup = args.burn_in.unwrap_or(args.steps / 2);
-        if warmup == 0 || warmup > args.steps {
-            return Err(CliError::input(format!(
-                "step-size adaptation needs 1 ≤ --burn-in ≤ --steps warm-up steps, got {warmup} of {}",
-                args.steps
-            )));
-        }
-        let target_accept = args.target_accept.unwrap_or_else(|| default_target_accept(&args.run.sampler));
-        let opts = AdaptOptions {
-            warmup,
-            target_accept,
-            window: warmup.min(dlp_samplers::adapt::DEFAULT_WINDOW),
-            ..Default::default()
-        };
-        let params = args.run.params(None, args.batch_size);
-        let a =
-            adapt_step_size(&args.run.sampler, &params, target, &x0, &opts, &options).map_err(CliError::from_run)?;
-        warm = a.windows * opts.window;
+    let sampler = &args.run.sampler;
+    let report = |a: &dlp_session::Adaptation| {
         if !args.quiet {
             let min = a.step_size_min.map(|m| format!(", α_min {m:.6}")).unwrap_or_default();
             eprintln!(
-                "{}: step size adapted to {:.6}{min} over {warm} warm-up steps (mean acceptance {:.3} in the last window, target {target_accept})",
-                args.run.sampler, a.step_size, a.last_accept
+                "{sampler}: step size adapted to {:.6}{min} over {} warm-up steps (mean acceptance {:.3} in the last window, target {})",
+                a.step_size, a.steps, a.last_accept, a.target_accept
             );
         }
-        alpha = Some(a.step_size);
-        alpha_min = a.step_size_min;
-        let min = a.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
-        adapted_note = format!(
-            " --step-size {}{min} (adapted over {warm} warm-up steps toward acceptance {target_accept}; last window {:.4})",
-            a.step_size, a.last_accept
-        );
-        x0 = a.positions;
-    }
-    let mut params = args.run.params(alpha, args.batch_size);
-    params.step_size_min = alpha_min.or(params.step_size_min);
-    if !adapt {
-        let min = params.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
-        adapted_note = params.step_size.map(|a| format!(" --step-size {a}{min}")).unwrap_or_default();
-    }
-    let sampler = dlp_samplers::build_sampler(&args.run.sampler, &params).map_err(CliError::input)?;
-    let steps = args.steps - warm;
-    let bar = progress_bar((args.chains * steps) as u64, &format!("{} ×{}", sampler.name(), args.chains), args.quiet);
-    let keep = args.trace.as_ref().map(|_| (args.burn_in.unwrap_or(warm), args.thin));
-    let output = run_chains(sampler.as_ref(), target, &x0, steps, &options, |_, n| SampleObserver {
-        bar: bar.clone(),
-        n_chains: n,
-        pending: 0,
-        keep,
-        offset: warm,
-        kept_steps: Vec::new(),
-        kept_states: Vec::new(),
-    })
-    .map_err(CliError::from_run)?;
-    bar.finish_and_clear();
+    };
+    let tracing = args.trace.is_some();
+    let ran = session
+        .run(target, x0, &options, report, |stage, _, n| (stage.progress(n), tracing.then(|| stage.trace(n))))
+        .map_err(CliError::from_run)?;
+    let adapted_note = match &ran.adaptation {
+        // The adapted step size travels with the samples it produced.
+        Some(a) => {
+            let min = a.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
+            format!(
+                " --step-size {}{min} (adapted over {} warm-up steps toward acceptance {}; last window {:.4})",
+                a.step_size, a.steps, a.target_accept, a.last_accept
+            )
+        }
+        None => {
+            let min = ran.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
+            ran.step_size.map(|a| format!(" --step-size {a}{min}")).unwrap_or_default()
+        }
+    };
 
     if let Some(trace) = &args.trace {
-        let text = trace_csv(&space, &output.observers);
-        atomic_write(trace, text.as_bytes())
+        let traces: Vec<&Trace> = ran.output.observers.iter().filter_map(|(_, t)| t.as_ref()).collect();
+        let bytes = trace_csv(&space, &traces)
+            .map_err(|e| CliError::internal(format!("--trace {}: cannot format: {e}", trace.display())))?;
+        atomic_write(trace, &bytes)
             .map_err(|e| CliError::Input(format!("--trace {}: cannot write: {}", trace.display(), io_reason(&e))))?;
     }
-    debug_assert_eq!(output.final_states.len(), args.chains * d);
+    debug_assert_eq!(ran.output.final_states.len(), args.chains * space.d);
     // Provenance as a `#` comment line (the samples grammar skips it), so that the adapted
     // step size travels with the samples it produced.
-    let text = format!(
-        "# dlp sample --sampler {}{adapted_note} --chains {} --steps {} --seed {}\n{}",
-        args.run.sampler,
-        args.chains,
-        args.steps,
-        args.seed,
-        dlp_models::format_samples(&space, &output.final_states, true)
+    let comment = format!(
+        "# dlp sample --sampler {sampler}{adapted_note} --chains {} --steps {} --seed {}\n",
+        args.chains, args.steps, args.seed
     );
-    if let Err(e) = atomic_write(&args.out, text.as_bytes()) {
+    let bytes = samples_csv(comment, &space, &ran.output.final_states)
+        .map_err(|e| CliError::internal(format!("--out {}: cannot format: {e}", args.out.display())))?;
+    if let Err(e) = atomic_write(&args.out, &bytes) {
         // No partial output: the trace goes too if the final states cannot be written.
         if let Some(trace) = &args.trace {
             let _ = std::fs::remove_file(trace);
@@ -218,27 +157,51 @@ pub fn run(args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The trace as CSV: header `chain,step,x0,…`, rows ordered by chain then step, user values.
-fn trace_csv(space: &Space, observers: &[SampleObserver]) -> String {
-    let d = space.d;
-    let mut out = String::from("chain,step");
-    for i in 0..d {
-        let _ = write!(out, ",x{i}");
+/// A CSV writer into memory, `\n`-terminated (the samples grammar, `gof.md` §10.2); numbers and
+/// `x<i>` names never need quoting.
+fn csv_writer(prefix: Vec<u8>) -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(prefix)
+}
+
+/// Writes one row of user values (the space's value of each index) as a record.
+fn write_values(w: &mut csv::Writer<Vec<u8>>, space: &Space, row: &[u32], buf: &mut String) -> csv::Result<()> {
+    use std::fmt::Write as _;
+    for &c in row {
+        buf.clear();
+        let _ = write!(buf, "{}", space.value(c));
+        w.write_field(buf.as_bytes())?;
     }
-    out.push('\n');
-    let mut chain = 0;
-    for obs in observers {
-        for j in 0..obs.n_chains {
-            for (k, step) in obs.kept_steps.iter().enumerate() {
-                let row = &obs.kept_states[(k * obs.n_chains + j) * d..(k * obs.n_chains + j + 1) * d];
-                let _ = write!(out, "{chain},{step}");
-                for &c in row {
-                    let _ = write!(out, ",{}", space.value(c));
-                }
-                out.push('\n');
+    Ok(())
+}
+
+/// The final states as CSV after the `comment` line: header `x0,x1,…`, one row per chain.
+fn samples_csv(comment: String, space: &Space, states: &[u32]) -> csv::Result<Vec<u8>> {
+    let mut w = csv_writer(comment.into_bytes());
+    w.write_record((0..space.d).map(|i| format!("x{i}")))?;
+    let mut buf = String::new();
+    for row in states.chunks_exact(space.d.max(1)) {
+        write_values(&mut w, space, row, &mut buf)?;
+        w.write_record(None::<&[u8]>)?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// The trace as CSV: header `chain,step,x0,…`, rows ordered by chain then step, user values.
+fn trace_csv(space: &Space, traces: &[&Trace]) -> csv::Result<Vec<u8>> {
+    let mut w = csv_writer(Vec::new());
+    w.write_record(["chain".to_string(), "step".to_string()].into_iter().chain((0..space.d).map(|i| format!("x{i}"))))?;
+    let mut chain = 0usize;
+    let mut buf = String::new();
+    for t in traces {
+        for j in 0..t.chains() {
+            for (k, step) in t.steps().iter().enumerate() {
+                w.write_field(chain.to_string())?;
+                w.write_field(step.to_string())?;
+                write_values(&mut w, space, t.state(k, j), &mut buf)?;
+                w.write_record(None::<&[u8]>)?;
             }
             chain += 1;
         }
     }
-    out
+    w.into_inner().map_err(|e| e.into_error().into())
 }

@@ -151,6 +151,36 @@ fn every_sampler_fills_the_masks_and_keeps_the_rest() {
     }
 }
 
+/// `dlp infill --sampler dmala` without `--step-size` adapts α as `dlp sample` does (the
+/// session's resolution): over the first half of the steps, recorded with the α it chose.
+#[test]
+fn dmala_without_a_step_size_adapts_it_as_dlp_sample_does() {
+    let case = Case::new();
+    let words = case.path("words").display().to_string();
+    let input = case.write("in.txt", "the old [MASK] is a [MASK] .\n");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--model", &words, "--input", &input, "--sampler", "dmala", "--chains", "4"];
+        args.extend(["--steps", "6", "--seed", "5"]);
+        args.extend(extra);
+        let o = case.run(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut recs = records(&String::from_utf8(o.stdout).unwrap());
+        recs[0].as_object_mut().unwrap().remove("seconds");
+        recs.remove(0)
+    };
+    let adapted = run(&[]);
+    let alpha = adapted["step_size"].as_f64().expect("the adapted α is recorded");
+    assert!(alpha.is_finite() && alpha > 0.0, "{adapted}");
+    assert_eq!(adapted["warmup_steps"], 3, "half of --steps, one window");
+    assert_eq!(adapted["changed_per_step"].as_array().unwrap().len(), 3, "the kept steps only");
+    assert_eq!(run(&[]), adapted, "seeded");
+    // A given α: no warm-up, every step kept, the record as before (no warmup_steps).
+    let fixed = run(&["--step-size", "0.7"]);
+    assert_eq!(fixed["step_size"], 0.7);
+    assert!(fixed.get("warmup_steps").is_none());
+    assert_eq!(fixed["changed_per_step"].as_array().unwrap().len(), 6);
+}
+
 #[test]
 fn protein_lines_use_underscores_and_write_to_stdout() {
     let case = Case::new();
@@ -228,7 +258,8 @@ fn bad_input_is_one_error_line_and_exit_2() {
     assert_input_error(&run("the whale .\n", &[]), "line 1: no masked position");
     let long = ["the"; 10].join(" ") + " [MASK]";
     assert_input_error(&run(&long, &[]), "max_position_embeddings = 12");
-    assert_input_error(&run("the [MASK]\n", &["--sampler", "dmala"]), "--step-size");
+    assert_input_error(&run("the [MASK]\n", &["--sampler", "dula"]), "--sampler dula needs --step-size");
+    assert_input_error(&run("the [MASK]\n", &["--sampler", "dmala", "--steps", "1"]), "--steps ≥ 2");
     assert_input_error(&run("the [MASK]\n", &["--device", "cuda"]), "`cuda` feature");
     assert_input_error(&run("the [MASK]\tthe\n", &["--score"]), "has 3 tokens where the masked one has 4");
     assert!(!case.path("out.jsonl").exists(), "no partial output");

@@ -1,4 +1,4 @@
-//! Atomic file writes, shared by every binary and file format of dlp.
+//! Atomic file writes and one-line messages, shared by every binary and file format of dlp.
 
 use std::io::Write;
 use std::path::Path;
@@ -55,4 +55,10 @@ mod tests {
         let err = atomic_write(&dir.path().join("missing/out.txt"), b"x").unwrap_err();
         assert_eq!(io_reason(&err), "No such file or directory");
     }
+}
+
+/// Joins a multi-line message into one line, so that every failure prints exactly one line
+/// (`dlp`'s `error:` lines, the Python package's exceptions).
+pub fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }

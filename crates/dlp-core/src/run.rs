@@ -80,6 +80,40 @@ impl<X> Observer<X> for () {
     fn observe(&mut self, _: &StepContext, _: States<'_, X>, _: &[StepInfo]) {}
 }
 
+/// An optional observer: `None` records nothing (a piece a front end turns on by a flag).
+impl<X, O: Observer<X>> Observer<X> for Option<O> {
+    fn start(&mut self, first_chain: usize, positions: &[X]) {
+        if let Some(o) = self {
+            o.start(first_chain, positions);
+        }
+    }
+    fn observe(&mut self, ctx: &StepContext, states: States<'_, X>, info: &[StepInfo]) {
+        if let Some(o) = self {
+            o.observe(ctx, states, info);
+        }
+    }
+}
+
+/// Tuples of observers are observers: each piece sees every call, in order, so front ends
+/// compose library pieces (a progress bar, a trace, tallies) instead of writing one observer
+/// per front end.
+macro_rules! tuple_observer {
+    ($($name:ident . $i:tt),+) => {
+        impl<X, $($name: Observer<X>),+> Observer<X> for ($($name,)+) {
+            fn start(&mut self, first_chain: usize, positions: &[X]) {
+                $(self.$i.start(first_chain, positions);)+
+            }
+            fn observe(&mut self, ctx: &StepContext, states: States<'_, X>, info: &[StepInfo]) {
+                $(self.$i.observe(ctx, states, info);)+
+            }
+        }
+    };
+}
+tuple_observer!(A.0);
+tuple_observer!(A.0, B.1);
+tuple_observer!(A.0, B.1, C.2);
+tuple_observer!(A.0, B.1, C.2, D.3);
+
 /// What a run returns.
 pub struct RunOutput<O, X = u32> {
     /// The observers, in chain order.

@@ -14,6 +14,12 @@ use crate::{GofError, Purpose, check_rows, stream};
 use dlp_core::Target;
 /// The lift, its surrogates and relaxations live in `dlp_core::lift`, shared with GF-SVGD.
 pub use dlp_core::lift::{Relaxation, Surrogate, lift, normal_quantile, surrogate_scores};
+
+/// The continuous relaxation the `relaxed` surrogate needs, from `target`'s Ising or RBM view
+/// (`None` for other targets); `dlp gof` and the Python package both take it from here.
+pub fn relaxation_of(target: &dyn dlp_core::Target) -> Option<Relaxation> {
+    Relaxation::from_capabilities(&target.capabilities())
+}
 use rand::RngExt;
 use rayon::prelude::*;
 

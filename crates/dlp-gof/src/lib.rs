@@ -14,6 +14,9 @@
 //!   form and for the model null [`model_replicates`] (a Monte Carlo test, exact level at any n
 //!   with exact draws, where the bootstraps are only asymptotically calibrated).
 //!
+//! * [`null`]: [`GofNull`], the null distribution `dlp gof` and the Python package use (a
+//!   bootstrap or the model null) and its p-value.
+//!
 //! Every random draw comes from [`stream`]`(seed, purpose, index)`, one ChaCha8 stream per
 //! replicate / sample row / reference draw, so a seed gives bit-identical output for any
 //! number of threads. Sums over the n × n matrix are done row by row in a fixed order.
@@ -24,14 +27,16 @@ pub mod kdsd;
 pub mod matrix;
 pub mod mmd;
 pub mod mmd_packed;
+pub mod null;
 pub mod reference;
 
 pub use bootstrap::{Bootstrap, NullTest, Statistic, p_value};
-pub use gfksd::{Bandwidth, GfksdOptions, GfksdOutcome, Relaxation, Surrogate, gfksd_test};
+pub use gfksd::{Bandwidth, GfksdOptions, GfksdOutcome, Relaxation, Surrogate, gfksd_test, relaxation_of};
 pub use kdsd::{BaseKernel, KdsdOptions, KdsdOutcome, difference_scores, kdsd_matrix, kdsd_test, stein_kernel};
 pub use matrix::KernelMatrix;
 pub use mmd::{MmdOptions, MmdOutcome, mmd_test};
 pub use mmd_packed::{MmdReference, mmd2_hamming_v};
+pub use null::GofNull;
 pub use reference::{ModelDraws, exact_draws, gibbs_draws, model_replicates};
 
 use dlp_core::{ChainRng, chain_rng};

@@ -68,9 +68,32 @@ pub fn sample_infill(
     seed: u64,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<InfillRun, Error> {
+    let x0 = start_states(target, vocab, chains)?;
+    sample_infill_from(target, vocab, sampler, x0, chains, steps, seed, progress)
+}
+
+/// The chains' common start: BERT's argmax fill with every masked slot `[MASK]`
+/// ([`InfillTarget::argmax_init`]), repeated for `chains` chains (chains × |M|).
+pub fn start_states(target: &InfillTarget, vocab: &Vocab, chains: usize) -> Result<Vec<u32>, Error> {
     let d = target.masked().len();
     let init = target.argmax_init(vocab.mask())?;
-    let x0: Vec<u32> = init.iter().copied().cycle().take(chains * d).collect();
+    Ok(init.iter().copied().cycle().take(chains * d).collect())
+}
+
+/// [`sample_infill`] from given states `x0` (chains × |M|): the front ends that adapt a step
+/// size first ([`start_states`], a warm-up, then the kept steps from where it left the chains).
+#[allow(clippy::too_many_arguments)]
+pub fn sample_infill_from(
+    target: &InfillTarget,
+    vocab: &Vocab,
+    sampler: Option<&dyn Sampler>,
+    x0: Vec<u32>,
+    chains: usize,
+    steps: usize,
+    seed: u64,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<InfillRun, Error> {
+    let d = target.masked().len();
     let c = chains.max(1) as f64;
     match sampler {
         Some(s) => {
