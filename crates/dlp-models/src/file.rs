@@ -129,7 +129,7 @@ pub const MAX_K: usize = 1 << 24;
 /// a line break or a quote, and a message must stay one line).
 pub(crate) fn key_name(key: &str) -> std::borrow::Cow<'_, str> {
     if key.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
-        let quoted = Value::String(key.to_string()).to_string();
+        let quoted = escape_controls(Value::String(key.to_string()).to_string());
         std::borrow::Cow::Owned(quoted[1..quoted.len() - 1].to_string())
     } else {
         std::borrow::Cow::Borrowed(key)
@@ -147,9 +147,18 @@ pub(crate) fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
     Err(ModelError::param(message))
 }
 
+/// `s` with the control characters JSON leaves as they are (DEL, U+0080–U+009F) written
+/// `\u007f`, so that a message stays one plain line.
+fn escape_controls(s: String) -> String {
+    if !s.chars().any(char::is_control) {
+        return s;
+    }
+    s.chars().map(|c| if c.is_control() { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
+}
+
 /// A short rendering of a JSON value for messages.
 pub(crate) fn show(v: &Value) -> String {
-    let s = v.to_string();
+    let s = escape_controls(v.to_string());
     if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
 }
 

@@ -35,7 +35,9 @@ impl FromStr for Delimiter {
             "comma" => Ok(Delimiter::Comma),
             "tab" => Ok(Delimiter::Tab),
             "whitespace" => Ok(Delimiter::Whitespace),
-            other => Err(format!("unknown delimiter \"{other}\" (expected auto, comma, tab or whitespace)")),
+            other => {
+                Err(format!("unknown delimiter \"{}\" (expected auto, comma, tab or whitespace)", other.escape_debug()))
+            }
         }
     }
 }

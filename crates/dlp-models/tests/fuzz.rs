@@ -132,6 +132,8 @@ fn soup(format: Format) -> impl Strategy<Value = Vec<u8>> {
             " ",
             "\n",
             "9007199254740993",
+            "\"\u{7f}\"",
+            "\"\u{85}\"",
             "18446744073709551616",
             "\"log_prob\"",
             "\"lattice\"",
@@ -322,6 +324,7 @@ fn wrong_values() -> Vec<Value> {
         json!([[1, "x"]]),
         json!([null]),
         json!("line one\nline two"),
+        json!("\u{7f}\u{85}"),
     ]
 }
 
@@ -400,7 +403,7 @@ fn mutate(v: &mut Value, m: &Mutation) -> Option<String> {
         }
         Mutation::WrongType(i, w) => {
             let key = keys[i % keys.len()].clone();
-            obj.insert(key.clone(), wrong_values()[w % 12].clone());
+            obj.insert(key.clone(), wrong_values()[w % wrong_values().len()].clone());
             return Some(key);
         }
         Mutation::EdgeNumber(i, e) => {
@@ -827,6 +830,12 @@ fn found_defects_stay_fixed() {
         ),
         r#"m.toml: unknown key "a\rb" in lattice"#
     );
+    // DEL and C1 controls, which JSON leaves unescaped, were printed raw.
+    assert_eq!(
+        json(&format!(r#"{{{base}: {{"\u007f": null}}, "d": 2}}"#)),
+        r#"m.json: unknown kind {"\u007f":null} (expected ising, potts, rbm, categorical, table, logistic or bnn)"#
+    );
+    assert_eq!(json(&format!(r#"{{{base}: "ising", "d": 2, "\u0085": 1}}"#)), r#"m.json: unknown key "\u0085""#);
     // A huge d or K was allocated (the process aborted), a large K checked in quadratic time.
     assert_eq!(
         json(&format!(r#"{{{base}: "ising", "d": 1000000000000}}"#)),
