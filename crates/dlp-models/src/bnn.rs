@@ -156,7 +156,7 @@ impl BnnModel {
             return Err(ModelError::param("hidden must be an integer >= 1, found 0"));
         }
         if p == 0 {
-            return Err(ModelError::param("the features have p = 0 columns; the model needs p >= 1"));
+            return Err(ModelError::param("x, the features, has p = 0 columns; the model needs p >= 1"));
         }
         if x.len() != n * p {
             return Err(ModelError::param(format!("x must be N × p = {n} × {p}, found {} entries", x.len())));
