@@ -85,7 +85,7 @@ test-python profile="dev":
     #!/usr/bin/env bash
     set -euo pipefail
     pipi() { python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages "$@"; }
-    pipi numpy pytest
+    pipi numpy pytest hypothesis
     pipi ./python --config-settings=build-args=--profile={{profile}}
     rc=0
     python3 -m pytest -q -rs python/tests || rc=$?
@@ -94,6 +94,33 @@ test-python profile="dev":
         exit 1
     fi
     exit "$rc"
+
+# `just fuzz` (10^7 inputs per target), `DLP_FUZZ_CASES=100000 just fuzz models`: the fuzz
+# tests of the readers of user files (tests/fuzz.rs of dlp-models and dlp-candle; `dlp gof`'s
+# options and the end-to-end cases of dlp-cli) in release, one target at a time, each printing
+# `fuzz <target>: <count> inputs in <s> s`. DLP_FUZZ_SEED picks the inputs (default: the time,
+# printed first); DLP_FUZZ_LIMIT_S bounds one input (10 s). A failure prints the input (add it
+# to the crate's tests/fuzz_corpus/, which `just test` replays).
+# Fuzz the file readers and option parsers in release (models, candle, cli; default all)
+fuzz *targets:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    export DLP_FUZZ_CASES="${DLP_FUZZ_CASES:-10000000}"
+    export DLP_FUZZ_SEED="${DLP_FUZZ_SEED:-$(date +%s)}"
+    echo "fuzz: DLP_FUZZ_CASES=$DLP_FUZZ_CASES DLP_FUZZ_SEED=$DLP_FUZZ_SEED"
+    sel=("$@")
+    [ ${#sel[@]} -eq 0 ] && sel=(models candle cli)
+    for t in "${sel[@]}"; do
+        case "$t" in
+            models) cargo test --release -p dlp-models --test fuzz -- --nocapture --test-threads 1 ;;
+            candle) cargo test --release -p dlp-candle --test fuzz -- --nocapture --test-threads 1 ;;
+            cli)
+                cargo test --release -p dlp-cli --bin dlp gof::fuzz -- --nocapture --test-threads 1
+                cargo test --release -p dlp-cli --test fuzz_cli -- --nocapture --test-threads 1
+                ;;
+            *) echo "error: unknown fuzz target $t (have: models candle cli)" >&2; exit 2 ;;
+        esac
+    done
 
 # `just test-data`: the tests that need a trained model (#[ignore = "data tier: …"]; `just test`
 # does not claim them), with DLP_REQUIRE_ALL=1 so that a missing cache fails naming the command

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -219,11 +220,25 @@ def _model(model: Any) -> "_dlp.Model":
     return model._inner
 
 
+def _quote(s: str) -> str:
+    """``s`` in double quotes with control characters escaped: a value the user typed may
+    hold a line break or a terminal escape, and a message is one plain line."""
+    q = json.dumps(s, ensure_ascii=False)
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cc" else c for c in q)
+
+
+# Counts and seeds reach Rust as 64-bit unsigned integers; a larger Python int would raise
+# OverflowError in the conversion instead of the ValueError naming the argument.
+_U64_MAX = 2**64 - 1
+
+
 def _count(x: Any, name: str, minimum: int) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
     if x < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {x}")
+    if x > _U64_MAX:
+        raise ValueError(f"{name} must be at most {_U64_MAX}, got {x}")
     return int(x)
 
 
@@ -309,7 +324,7 @@ def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, No
     threads = 0 if threads is None else _count(threads, "threads", 1)
     adapt = isinstance(step_size, str)
     if adapt and step_size != "auto":
-        raise ValueError(f"step_size must be a number, None or \"auto\", got \"{step_size}\"")
+        raise ValueError(f"step_size must be a number, None or \"auto\", got {_quote(step_size)}")
     if not adapt and step_size is not None and (
             isinstance(step_size, bool) or not isinstance(step_size, (int, float, np.floating, np.integer))):
         raise TypeError(f"step_size must be a number, got {type(step_size).__name__}")
@@ -317,7 +332,7 @@ def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, No
     random_init = True
     if isinstance(init, str):
         if init not in ("random", "zeros"):
-            raise ValueError(f"init must be \"random\", \"zeros\" or an array, got \"{init}\"")
+            raise ValueError(f"init must be \"random\", \"zeros\" or an array, got {_quote(init)}")
         random_init = init == "random"
     else:
         init_array = _int_array(init, "init")

@@ -130,11 +130,13 @@ struct Plan {
     bandwidth: Bandwidth,
 }
 
+/// Checks the options. A value the user typed is shown escaped (`escape_debug`): it may hold a
+/// line break or a terminal escape sequence, and the message is one plain line.
 fn plan(args: &Args) -> Result<Plan, CliError> {
     let statistic = match args.statistic.as_deref() {
         None | Some("u") => Statistic::U,
         Some("v") => Statistic::V,
-        Some(o) => return Err(CliError::input(format!("--statistic must be u or v, got \"{o}\""))),
+        Some(o) => return Err(CliError::input(format!("--statistic must be u or v, got \"{}\"", o.escape_debug()))),
     };
     let model_null = args.bootstrap.as_deref() == Some("model");
     let bootstrap = match args.bootstrap.as_deref() {
@@ -142,7 +144,10 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
         None | Some("multinomial") | Some("model") => Bootstrap::Multinomial,
         Some("rademacher") => Bootstrap::Rademacher,
         Some(o) => {
-            return Err(CliError::input(format!("--bootstrap must be multinomial, rademacher or model, got \"{o}\"")));
+            return Err(CliError::input(format!(
+                "--bootstrap must be multinomial, rademacher or model, got \"{}\"",
+                o.escape_debug()
+            )));
         }
     };
     if model_null && args.test == TestKind::Mmd {
@@ -161,13 +166,23 @@ fn plan(args: &Args) -> Result<Plan, CliError> {
     let surrogate_relaxed = match args.surrogate.as_deref() {
         None | Some("gaussian") => false,
         Some("relaxed") => true,
-        Some(o) => return Err(CliError::input(format!("--surrogate must be gaussian or relaxed, got \"{o}\""))),
+        Some(o) => {
+            return Err(CliError::input(format!(
+                "--surrogate must be gaussian or relaxed, got \"{}\"",
+                o.escape_debug()
+            )));
+        }
     };
     let bandwidth = match args.bandwidth.as_deref() {
         None | Some("median") => Bandwidth::Median,
         Some(s) => match s.parse::<f64>() {
             Ok(h) if h > 0.0 && h.is_finite() => Bandwidth::Fixed(h),
-            _ => return Err(CliError::input(format!("--bandwidth must be median or a positive number, got \"{s}\""))),
+            _ => {
+                return Err(CliError::input(format!(
+                    "--bandwidth must be median or a positive number, got \"{}\"",
+                    s.escape_debug()
+                )));
+            }
         },
     };
     if args.test == TestKind::Mmd {
@@ -424,3 +439,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "gof_fuzz.rs"]
+mod fuzz;

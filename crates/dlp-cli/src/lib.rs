@@ -17,7 +17,12 @@ pub use dlp_core::io::one_line;
 pub fn clap_error_text(rendered: &str) -> String {
     let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
     let body = body.split("\nFor more information").next().unwrap_or(body);
-    let text = one_line(body);
+    // clap quotes the value the user typed as it is; a terminal escape or NUL in it must not
+    // reach the terminal, so control characters left after joining the lines are escaped.
+    let text: String = one_line(body)
+        .chars()
+        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+        .collect();
     text.strip_prefix("error:").map(str::trim).unwrap_or(&text).to_string()
 }
 

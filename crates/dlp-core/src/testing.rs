@@ -5,6 +5,7 @@ use crate::space::{DomainKind, Space};
 use crate::target::Target;
 use std::path::Path;
 
+pub mod fuzz;
 pub mod require;
 
 /// f(x) = xᵀ W x + bᵀ x on the sampler coordinates (bits for binary/spin, values for

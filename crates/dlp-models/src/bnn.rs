@@ -156,13 +156,15 @@ impl BnnModel {
             return Err(ModelError::param("hidden must be an integer >= 1, found 0"));
         }
         if p == 0 {
-            return Err(ModelError::param("the features have p = 0 columns; the model needs p >= 1"));
+            return Err(ModelError::param("x, the features, has p = 0 columns; the model needs p >= 1"));
         }
         if x.len() != n * p {
             return Err(ModelError::param(format!("x must be N × p = {n} × {p}, found {} entries", x.len())));
         }
-        let want = (p + 2) * hidden + 1;
-        if d != want {
+        // Checked: `hidden` comes from the file and may be any u64.
+        let want = (p + 2).checked_mul(hidden).and_then(|w| w.checked_add(1));
+        if want != Some(d) {
+            let want = want.map_or("more than any d".to_string(), |w| w.to_string());
             return Err(ModelError::param(format!(
                 "d = {d} but a bnn with p = {p} features and hidden = {hidden} has d = (p+2)·hidden + 1 = {want}"
             )));

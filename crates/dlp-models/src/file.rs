@@ -72,7 +72,9 @@ fn json_syntax_error(e: &serde_json::Error, file: &str) -> ModelError {
     if e.line() == 0 {
         return ModelError::Invalid { file: file.into(), message };
     }
-    ModelError::Syntax { file: file.into(), line: e.line(), column: e.column(), message }
+    // serde_json says column 0 when the text ends right after a line break (or is empty):
+    // the place is then the line's first column, since columns are 1-based.
+    ModelError::Syntax { file: file.into(), line: e.line(), column: e.column().max(1), message }
 }
 
 fn toml_syntax_error(e: &toml::de::Error, text: &str, file: &str) -> ModelError {
@@ -107,12 +109,31 @@ fn toml_to_json(v: toml::Value, path: &str) -> Result<Value, ModelError> {
         toml::Value::Table(t) => {
             let mut m = Map::new();
             for (k, x) in t {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let name = key_name(&k);
+                let p = if path.is_empty() { name.into_owned() } else { format!("{path}.{name}") };
                 m.insert(k, toml_to_json(x, &p)?);
             }
             Value::Object(m)
         }
     })
+}
+
+/// The most coordinates a model file may declare (2^24): a bound so that a mistyped `d` is an
+/// error line instead of an allocation that ends the process; d × K has the same bound.
+pub const MAX_D: usize = 1 << 24;
+
+/// The most values a categorical coordinate may take (2^24), for the same reason.
+pub const MAX_K: usize = 1 << 24;
+
+/// `key` as a message shows it: as is when it is plain text, else JSON-quoted (a key may hold
+/// a line break or a quote, and a message must stay one line).
+pub(crate) fn key_name(key: &str) -> std::borrow::Cow<'_, str> {
+    if key.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
+        let quoted = escape_controls(Value::String(key.to_string()).to_string());
+        std::borrow::Cow::Owned(quoted[1..quoted.len() - 1].to_string())
+    } else {
+        std::borrow::Cow::Borrowed(key)
+    }
 }
 
 /// Keys every kind accepts; the kind-specific ones come from [`kinds::KINDS`].
@@ -126,9 +147,18 @@ pub(crate) fn err<T>(message: impl Into<String>) -> Result<T, ModelError> {
     Err(ModelError::param(message))
 }
 
+/// `s` with the control characters JSON leaves as they are (DEL, U+0080–U+009F) written
+/// `\u007f`, so that a message stays one plain line.
+fn escape_controls(s: String) -> String {
+    if !s.chars().any(char::is_control) {
+        return s;
+    }
+    s.chars().map(|c| if c.is_control() { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
+}
+
 /// A short rendering of a JSON value for messages.
 pub(crate) fn show(v: &Value) -> String {
-    let s = v.to_string();
+    let s = escape_controls(v.to_string());
     if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
 }
 
@@ -226,7 +256,7 @@ fn model_from_value(v: &Value, base: Option<&Path>) -> Result<Model, ModelError>
         if kinds::is_kind_key(key) {
             return err(format!("key \"{key}\" does not belong to a {} model", kind.name));
         }
-        return err(format!("unknown key \"{key}\""));
+        return err(format!("unknown key \"{}\"", key_name(key)));
     }
     if let Some(n) = obj.get("name")
         && !n.is_string()
@@ -236,7 +266,10 @@ fn model_from_value(v: &Value, base: Option<&Path>) -> Result<Model, ModelError>
     let d = match obj.get("d") {
         None => return err("missing key \"d\" (the number of coordinates)"),
         Some(x) => match as_int(x) {
-            Some(d) if d >= 1 => d as usize,
+            Some(d) if (1..=MAX_D as i64).contains(&d) => d as usize,
+            Some(d) if d > MAX_D as i64 => {
+                return err(format!("d = {d} is more than the {MAX_D} coordinates a model may have"));
+            }
             _ => return err(format!("d must be an integer >= 1, found {}", show(x))),
         },
     };
@@ -260,10 +293,16 @@ fn model_from_value(v: &Value, base: Option<&Path>) -> Result<Model, ModelError>
         let k = match obj.get("K") {
             None => return err("missing key \"K\" (required for the categorical domain)"),
             Some(x) => match as_int(x) {
-                Some(k) if k >= 2 && k <= u32::MAX as i64 => k as usize,
+                Some(k) if (2..=MAX_K as i64).contains(&k) => k as usize,
+                Some(k) if k > MAX_K as i64 => {
+                    return err(format!("K = {k} is more than the {MAX_K} values a coordinate may have"));
+                }
                 _ => return err(format!("K must be an integer >= 2, found {}", show(x))),
             },
         };
+        if d.saturating_mul(k) > MAX_D {
+            return err(format!("d × K = {d} × {k} is more than {MAX_D} (the size of a model's fields)"));
+        }
         let values = match obj.get("values") {
             None => (0..k as i64).collect(),
             Some(x) => {
@@ -369,7 +408,7 @@ pub(crate) fn couplings(obj: &Map<String, Value>, d: usize) -> Result<Couplings,
         };
         for key in lo.keys() {
             if !["shape", "periodic", "coupling"].contains(&key.as_str()) {
-                return err(format!("unknown key \"{key}\" in lattice"));
+                return err(format!("unknown key \"{}\" in lattice", key_name(key)));
             }
         }
         let Some(sv) = lo.get("shape") else {

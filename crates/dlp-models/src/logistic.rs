@@ -57,7 +57,7 @@ fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {
         None => BatchScaling::Sum,
         Some(Value::Object(m)) => {
             if let Some(k) = m.keys().find(|k| *k != "scaling" && *k != "c") {
-                return err(format!("unknown key \"{k}\" in minibatch"));
+                return err(format!("unknown key \"{}\" in minibatch", crate::file::key_name(k)));
             }
             match (m.get("scaling").and_then(Value::as_str), m.get("c")) {
                 (Some("sum"), None) => BatchScaling::Sum,

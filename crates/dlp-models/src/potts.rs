@@ -103,8 +103,11 @@ pub(crate) fn check_space_values(space: &Space) -> Result<(), ModelError> {
     if space.k() < 2 {
         return Err(ModelError::param(format!("K must be at least 2, found {}", space.k())));
     }
-    for (a, va) in space.values.iter().enumerate() {
-        if let Some(b) = space.values[..a].iter().position(|vb| vb == va) {
+    // A map of first positions, not a scan of the earlier values: K may be large (a file's
+    // `K` up to 2^24), and a scan of the earlier values is quadratic in K.
+    let mut first = std::collections::HashMap::with_capacity(space.values.len());
+    for (a, &va) in space.values.iter().enumerate() {
+        if let Some(b) = first.insert(va, a) {
             return Err(ModelError::param(format!("values[{a}] = {va} repeats values[{b}]")));
         }
     }

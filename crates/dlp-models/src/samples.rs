@@ -35,7 +35,9 @@ impl FromStr for Delimiter {
             "comma" => Ok(Delimiter::Comma),
             "tab" => Ok(Delimiter::Tab),
             "whitespace" => Ok(Delimiter::Whitespace),
-            other => Err(format!("unknown delimiter \"{other}\" (expected auto, comma, tab or whitespace)")),
+            other => {
+                Err(format!("unknown delimiter \"{}\" (expected auto, comma, tab or whitespace)", other.escape_debug()))
+            }
         }
     }
 }
@@ -62,7 +64,9 @@ pub struct RealMatrix {
     pub values: Vec<f64>,
 }
 
-/// A samples-file problem; `Display` is the §10.5 line without `error: `.
+/// A samples-file problem; `Display` is the §10.5 line without `error: `. Tokens are shown
+/// with control characters, quotes and backslashes escaped (`\r`, `\u{b}`), so that the line
+/// stays one line whatever the file holds (a lone `\r` inside a row, a vertical tab).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SamplesError {
     /// The file could not be read.
@@ -136,7 +140,7 @@ pub enum SamplesError {
         kind: String,
     },
     /// NaN, ±inf, NA or an empty field.
-    #[error("{file}:{line}:{column}: not a finite integer: \"{token}\"")]
+    #[error("{file}:{line}:{column}: not a finite integer: \"{}\"", .token.escape_debug())]
     NotFinite {
         /// File name as given.
         file: String,
@@ -148,7 +152,7 @@ pub enum SamplesError {
         token: String,
     },
     /// A token of a data file that is not a finite number.
-    #[error("{file}:{line}:{column}: not a finite number: \"{token}\"")]
+    #[error("{file}:{line}:{column}: not a finite number: \"{}\"", .token.escape_debug())]
     NotNumber {
         /// File name as given.
         file: String,
@@ -160,7 +164,7 @@ pub enum SamplesError {
         token: String,
     },
     /// A non-integral number or other text.
-    #[error("{file}:{line}:{column}: not an integer: \"{token}\"")]
+    #[error("{file}:{line}:{column}: not an integer: \"{}\"", .token.escape_debug())]
     NotInteger {
         /// File name as given.
         file: String,
@@ -172,7 +176,7 @@ pub enum SamplesError {
         token: String,
     },
     /// A real-matrix token that is not a number in (0, 1).
-    #[error("{file}:{line}:{column}: value \"{token}\" is not a number in (0, 1)")]
+    #[error("{file}:{line}:{column}: value \"{}\" is not a number in (0, 1)", .token.escape_debug())]
     NotUnitInterval {
         /// File name as given.
         file: String,

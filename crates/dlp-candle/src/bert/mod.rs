@@ -89,7 +89,16 @@ fn default_tie() -> bool {
 impl BertConfig {
     /// Reads and checks a `config.json`.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let cfg: BertConfig = serde_json::from_str(text).map_err(|e| Error::Checkpoint(format!("config.json: {e}")))?;
+        // serde quotes the file's text (an unknown `hidden_act`), which may hold a line break
+        // or an escape sequence: control characters are escaped so the message is one line.
+        let plain = |e: serde_json::Error| -> String {
+            e.to_string()
+                .chars()
+                .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+                .collect()
+        };
+        let cfg: BertConfig =
+            serde_json::from_str(text).map_err(|e| Error::Checkpoint(format!("config.json: {}", plain(e))))?;
         cfg.check()?;
         Ok(cfg)
     }
@@ -211,7 +220,9 @@ impl BertMlm {
         let typ = emb.pp("token_type_embeddings").get_with_hints((cfg.type_vocab_size, h), "weight", randn)?;
         let emb_ln = LayerNorm::new(&emb.pp("LayerNorm"), h, eps)?;
         let enc = vb.pp("bert").pp("encoder").pp("layer");
-        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        // Capped: the count comes from config.json and may be any u64 (a capacity overflow
+        // otherwise); a checkpoint with fewer layers fails at the first missing tensor.
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers.min(1024));
         for l in 0..cfg.num_hidden_layers {
             let lv = enc.pp(l);
             let att = lv.pp("attention");
