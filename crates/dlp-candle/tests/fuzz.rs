@@ -523,7 +523,7 @@ fn found_defects_stay_fixed() {
     std::fs::write(dir.path().join("config.json"), c.to_string()).unwrap();
     std::fs::write(dir.path().join("vocab.txt"), vocab).unwrap();
     std::fs::write(dir.path().join("model.safetensors"), weights).unwrap();
-    let e = BertMlm::load(dir.path(), &Device::Cpu).err().expect("rejected").to_string();
+    let e = BertMlm::load(dir.path(), &Device::Cpu).expect_err("rejected").to_string();
     assert!(e.contains("model.safetensors") && e.contains("layer.1"), "{e}");
     one_line_naming(&e, &["model.safetensors"]).unwrap();
 }

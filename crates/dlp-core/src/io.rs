@@ -34,6 +34,12 @@ pub fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
+/// Joins a multi-line message into one line, so that every failure prints exactly one line
+/// (`dlp`'s `error:` lines, the Python package's exceptions).
+pub fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,10 +61,4 @@ mod tests {
         let err = atomic_write(&dir.path().join("missing/out.txt"), b"x").unwrap_err();
         assert_eq!(io_reason(&err), "No such file or directory");
     }
-}
-
-/// Joins a multi-line message into one line, so that every failure prints exactly one line
-/// (`dlp`'s `error:` lines, the Python package's exceptions).
-pub fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
