@@ -1,20 +1,23 @@
 //! Kill-and-resume tests: every resumable run (`table2 --resume`, `table4 --resume`, `table1
 //! --resume`'s training checkpoints, `train-mlm --resume` and a local `dlp-sweep run`) is run
-//! once uninterrupted, then again in the same directory under SIGKILL: once inside a checkpoint
-//! write, at seeded random times during the work, and once more inside a write, each time
-//! resumed by rerunning the same command; the final files must equal the uninterrupted run's
-//! byte for byte, apart from the fields each test names (wall-clock times and the count of
-//! what a resumed process read back).
+//! once uninterrupted, then again in the same directory under SIGKILL (to its whole process
+//! group): first inside a seeded checkpoint write, then at a seeded time during the work, and
+//! (the runs of a second or less) once more inside a write and at a time; after each kill the
+//! same command is rerun, and the final files must equal the uninterrupted run's byte for
+//! byte, apart from the fields each test names (wall-clock times and the count of what a
+//! resumed process read back).
 //!
 //! How a kill lands inside a write: `dlp_core::io::atomic_write`'s test hook
 //! ([`dlp_core::io::STALL_WRITE_ENV`]) makes the N-th matching write of a process write half
 //! its bytes to the temporary file, create a marker file and stall; the test sees the marker and
 //! kills the process group. A writer that wrote in place, or a resume that read a half-written
-//! checkpoint, fails here (the torn file is unreadable, or its numbers differ).
+//! checkpoint or kept rows past its checkpoint, fails here (the torn file is unreadable, or
+//! the files differ).
 //!
-//! The kill points are drawn from a fixed seed per run: which write is hit is deterministic,
-//! and the timed kills are fractions of the uninterrupted run's wall time (where such a kill
-//! lands in the work depends on the machine's load, what is checked does not).
+//! The kill points are drawn from a fixed seed per run: which write is hit is deterministic;
+//! a timed kill comes a seeded fraction (5–30 %) of the uninterrupted run's work time after
+//! the run's first output line (where it lands in the work depends on the machine's load; what
+//! is checked does not). Each test also checks that its kills landed.
 
 use dlp_core::io::{STALL_WRITE_ENV, STALL_WRITE_MATCH_ENV};
 use serde_json::Value;
