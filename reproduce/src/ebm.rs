@@ -354,10 +354,9 @@ pub fn ais(
     Ok(est)
 }
 
+/// The best EMA model's parameters, written atomically (temporary file, sync, rename).
 fn save_params(model: &ResNetEbm, path: &Path) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    dlp_candle::candle_core::safetensors::save(&model.params(), &tmp)?;
-    std::fs::rename(&tmp, path).with_context(|| path.display().to_string())
+    dlp_candle::train::save_safetensors_atomic(path, &model.params()).with_context(|| path.display().to_string())
 }
 
 /// A line above the bar, or on stdout when the bar is hidden (no terminal: logs).

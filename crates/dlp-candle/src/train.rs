@@ -95,13 +95,14 @@ impl Adam {
     }
 }
 
-/// Writes `map` as safetensors to `path` atomically (a temporary file renamed over `path`, so
-/// an interruption leaves the previous file intact); tensors are copied to the CPU first.
+/// Writes `map` as safetensors to `path` atomically ([`dlp_core::io::atomic_write`]: a
+/// temporary file, synced, renamed over `path`, so an interruption, even a SIGKILL inside the
+/// write, leaves the previous file intact); tensors are copied to the CPU first.
 pub fn save_safetensors_atomic(path: &Path, map: &HashMap<String, Tensor>) -> Result<(), TrainError> {
-    let tmp = path.with_extension("safetensors.tmp");
     let fail = |m: String| TrainError::Checkpoint { path: path.display().to_string(), message: m };
     let cpu: HashMap<String, Tensor> =
         map.iter().map(|(k, t)| Ok((k.clone(), t.to_device(&Device::Cpu)?))).collect::<Result<_, TrainError>>()?;
-    candle_core::safetensors::save(&cpu, &tmp).map_err(|e| fail(crate::candle_message(&e)))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+    // The bytes candle_core::safetensors::save would write (it calls serialize_to_file).
+    let bytes = safetensors::tensor::serialize(&cpu, None).map_err(|e| fail(e.to_string()))?;
+    dlp_core::io::atomic_write(path, &bytes).map_err(|e| fail(e.to_string()))
 }

@@ -2,6 +2,35 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Environment variable of the kill-and-resume tests' hook (`reproduce/tests/kill_resume.rs`):
+/// `N:MARKER` makes the N-th [`atomic_write`] of the process (1-based) write the first half of
+/// its bytes to the temporary file, create the file `MARKER` (holding the destination path)
+/// and stall there, so that the test's SIGKILL lands inside a checkpoint write; a stalled write
+/// never completes (the process aborts after 60 s if nobody kills it). Unset (always, outside
+/// those tests) it costs one environment lookup per write.
+pub const STALL_WRITE_ENV: &str = "DLP_TEST_STALL_WRITE";
+
+/// With [`STALL_WRITE_ENV`]: count only the writes whose destination path contains this text
+/// (e.g. `.safetensors`, to land in a model checkpoint rather than a JSON file).
+pub const STALL_WRITE_MATCH_ENV: &str = "DLP_TEST_STALL_WRITE_MATCH";
+
+/// Writes counted by the [`STALL_WRITE_ENV`] hook in this process.
+static HOOKED_WRITES: AtomicUsize = AtomicUsize::new(0);
+
+/// The marker file when this write (to `path`) is the one the test hook stalls in.
+fn stall_marker(path: &Path) -> Option<String> {
+    let spec = std::env::var(STALL_WRITE_ENV).ok()?;
+    let (n, marker) = spec.split_once(':')?;
+    let n: usize = n.parse().ok()?;
+    if let Ok(text) = std::env::var(STALL_WRITE_MATCH_ENV)
+        && !path.to_string_lossy().contains(&text)
+    {
+        return None;
+    }
+    (HOOKED_WRITES.fetch_add(1, Ordering::SeqCst) + 1 == n).then(|| marker.to_string())
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
 /// synced, then renamed over `path`, so readers never see a partial file and a failure
@@ -13,6 +42,14 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         _ => Path::new("."),
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    if let Some(marker) = stall_marker(path) {
+        // The test hook: half the bytes are in the temporary file when the kill comes.
+        tmp.write_all(&bytes[..bytes.len() / 2])?;
+        tmp.flush()?;
+        std::fs::write(&marker, path.to_string_lossy().as_bytes())?;
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        std::process::abort();
+    }
     tmp.write_all(bytes)?;
     #[cfg(unix)]
     {

@@ -8,7 +8,9 @@
 //!
 //! → `data/cache/mlm-moby/{config.json, vocab.txt, model.safetensors}` (loadable by
 //! `dlp_candle::bert::BertMlm::load`) and its `checkpoint.safetensors` (`--resume` continues
-//! it); `results/train-mlm/{loss.csv, summary.json, train-mlm.svg, train-mlm.png, meta.json}`.
+//! it, with the loss rows so far in `checkpoint-loss.json`, so that a resumed run writes the
+//! uninterrupted run's `loss.csv`); `results/train-mlm/{loss.csv, summary.json, train-mlm.svg,
+//! train-mlm.png, meta.json}`.
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -103,11 +105,12 @@ fn run(args: Args) -> Result<()> {
     }
     let dev = Device::Cpu;
     let ck = model_dir.join("checkpoint.safetensors");
-    let mut trainer = if args.resume && ck.exists() {
-        MlmTrainer::resume(&cfg, tc, &dev, &ck)?
-    } else {
-        MlmTrainer::new(&cfg, tc, &dev)?
-    };
+    // The loss rows up to the checkpoint, written just before it: a kill between the two
+    // leaves rows past the checkpoint's step, which a resumed run drops.
+    let ck_rows = model_dir.join("checkpoint-loss.json");
+    let identity = json!({"seed": c.seed, "batch": batch, "eval_every": eval_every, "text": text, "quick": c.quick});
+    let resumed = args.resume && ck.exists();
+    let mut trainer = if resumed { MlmTrainer::resume(&cfg, tc, &dev, &ck)? } else { MlmTrainer::new(&cfg, tc, &dev)? };
     let start = trainer.step_count();
     println!(
         "train-mlm: {label}; V = {}, {} parameters, {} train / {} held-out tokens, steps {start}..{steps}, batch {batch}",
@@ -126,21 +129,28 @@ fn run(args: Args) -> Result<()> {
         }
         Ok(s / evals.len() as f64)
     };
-    let mut rows = vec![vec![start.to_string(), "heldout".into(), held_loss(&trainer)?.to_string()]];
-    let (mut train_pts, mut held_pts) = (vec![], vec![(start as f64, rows[0][2].parse::<f64>()?)]);
+    let earlier = if resumed { earlier_rows(&ck_rows, &identity, start)? } else { None };
+    let mut rows = match earlier {
+        Some(rows) => rows,
+        None => vec![vec![start.to_string(), "heldout".into(), held_loss(&trainer)?.to_string()]],
+    };
+    let save_rows = |rows: &[Vec<String>]| {
+        let text = serde_json::to_string(&json!({"identity": identity, "rows": rows}))?;
+        dlp_core::io::atomic_write(&ck_rows, text.as_bytes())
+            .with_context(|| format!("cannot write {}", ck_rows.display()))
+    };
     let bar = run.progress((steps.saturating_sub(start)) as u64, "steps");
     let t0 = std::time::Instant::now();
     for t in start..steps {
         let loss = trainer.train_step(&train)?;
         rows.push(vec![(t + 1).to_string(), "train".into(), loss.to_string()]);
-        train_pts.push(((t + 1) as f64, loss));
         if (t + 1) % eval_every == 0 || t + 1 == steps {
             let h = held_loss(&trainer)?;
             rows.push(vec![(t + 1).to_string(), "heldout".into(), h.to_string()]);
-            held_pts.push(((t + 1) as f64, h));
             bar.set_message(format!("held-out loss {h:.3}"));
         }
         if (t + 1) % args.checkpoint_every == 0 {
+            save_rows(&rows)?;
             trainer.save_checkpoint(&ck)?;
         }
         bar.inc(1);
@@ -148,7 +158,13 @@ fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     let secs = t0.elapsed().as_secs_f64();
     let per_step = secs / (steps.saturating_sub(start)).max(1) as f64;
+    save_rows(&rows)?;
     trainer.save_checkpoint(&ck)?;
+    // The curves, from the rows (a resumed run's include those before the interruption).
+    let points = |split: &str| -> Result<Vec<(f64, f64)>> {
+        rows.iter().filter(|r| r[1] == split).map(|r| Ok((r[0].parse::<f64>()?, r[2].parse::<f64>()?))).collect()
+    };
+    let (train_pts, held_pts) = (points("train")?, points("heldout")?);
     // The model directory: config, vocabulary, weights (each written atomically).
     let write = |name: &str, bytes: &[u8]| {
         dlp_core::io::atomic_write(&model_dir.join(name), bytes).with_context(|| format!("cannot write {name}"))
@@ -190,4 +206,27 @@ fn run(args: Args) -> Result<()> {
         "spec_reference": "bert.md §6 measured held-out loss 8.31 → 5.55 (step 200) → 5.22 (1,000) → 4.85 (2,500), 0.45 s/step",
     }))?;
     run.finish(&json!({"steps": steps, "batch": batch, "text": text, "resume": args.resume}))
+}
+
+/// The loss rows up to step `start` that the run which wrote the checkpoint kept in `path`, when
+/// they are there and that run had the same `identity` (seed, batch, held-out interval, text);
+/// `None` otherwise (a checkpoint from before these files, or another configuration
+/// continued): the rows then start at `start`.
+fn earlier_rows(
+    path: &std::path::Path,
+    identity: &serde_json::Value,
+    start: usize,
+) -> Result<Option<Vec<Vec<String>>>> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Ok(None) };
+    let file: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
+    if file["identity"] != *identity {
+        println!("train-mlm: {} is another configuration's; loss.csv starts at step {start}", path.display());
+        return Ok(None);
+    }
+    let rows: Vec<Vec<String>> = serde_json::from_value(file["rows"].clone())
+        .with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
+    let kept: Vec<Vec<String>> =
+        rows.into_iter().filter(|r| r.len() == 3 && r[0].parse::<usize>().is_ok_and(|s| s <= start)).collect();
+    Ok(Some(kept).filter(|k| !k.is_empty()))
 }
