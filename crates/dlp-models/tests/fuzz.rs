@@ -218,6 +218,8 @@ impl Mix {
     }
     fn sym(&mut self, d: usize) -> Value {
         let mut j = vec![vec![0.0; d]; d];
+        // Both triangles are written, so indices are clearer than iterators here.
+        #[allow(clippy::needless_range_loop)]
         for a in 0..d {
             for b in a + 1..d {
                 let w = self.real();
@@ -623,7 +625,7 @@ fn check_samples_bytes(bytes: &[u8], sp: usize, d: usize, delim: usize, dir: &Pa
     if let Err(e) = parse_samples_str(text, SAMPLES, &space, "ising", delimiter) {
         check_samples_error(text, &e)?;
     }
-    if let Err(e) = parse_integer_matrix_str(text, SAMPLES, (d % 3 != 0).then_some(d), delimiter) {
+    if let Err(e) = parse_integer_matrix_str(text, SAMPLES, (!d.is_multiple_of(3)).then_some(d), delimiter) {
         check_samples_error(text, &e)?;
     }
     if let Err(e) = parse_real_matrix_str(text, SAMPLES, None, delimiter) {

@@ -143,9 +143,12 @@ fn resolution_gives_every_front_end_the_same_defaults_and_messages() {
     assert_eq!(flags.exit_code(), 2);
 }
 
+/// A change to a valid request, and the message each spelling must give for it.
+type Case = (Box<dyn Fn(&mut Request)>, &'static str, &'static str);
+
 #[test]
 fn checks_come_in_one_order_with_each_front_ends_names() {
-    let cases: Vec<(Box<dyn Fn(&mut Request)>, &str, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             Box::new(|r| r.step_size = StepSize::Fixed(f64::NAN)),
             "--step-size must be a finite number > 0, got NaN",
