@@ -22,7 +22,7 @@
 //! runs the products and tanh in f32 (the official code's arithmetic) at about half the cost.
 
 use crate::error::{ModelError, check_finite};
-use crate::file::{err, matrix, number, show, vector};
+use crate::fields::{err, matrix, number, show, vector};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::sigmoid;
 use dlp_core::{Batch, DomainKind, EvalError, Space, Target};

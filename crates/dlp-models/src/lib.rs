@@ -16,6 +16,7 @@ pub mod bnn;
 pub mod categorical;
 pub mod couplings;
 pub mod error;
+mod fields;
 pub mod file;
 pub mod ising;
 pub mod kinds;

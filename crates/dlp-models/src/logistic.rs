@@ -17,7 +17,7 @@
 //! matrixmultiply computes every row with the same kernel, so rows do not interact).
 
 use crate::error::{ModelError, bit_space, check_finite};
-use crate::file::{err, matrix, number, show, vector};
+use crate::fields::{err, matrix, number, show, vector};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::math::{sigmoid, softplus};
 use dlp_core::{Batch, BatchScaling, DomainKind, EvalError, Space, Target};
@@ -57,7 +57,7 @@ fn parse(obj: &Map<String, Value>, space: &Space) -> Result<Model, ModelError> {
         None => BatchScaling::Sum,
         Some(Value::Object(m)) => {
             if let Some(k) = m.keys().find(|k| *k != "scaling" && *k != "c") {
-                return err(format!("unknown key \"{}\" in minibatch", crate::file::key_name(k)));
+                return err(format!("unknown key \"{}\" in minibatch", crate::fields::key_name(k)));
             }
             match (m.get("scaling").and_then(Value::as_str), m.get("c")) {
                 (Some("sum"), None) => BatchScaling::Sum,

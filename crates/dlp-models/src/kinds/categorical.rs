@@ -3,7 +3,7 @@
 
 use crate::categorical::CategoricalModel;
 use crate::error::ModelError;
-use crate::file::{err, matrix};
+use crate::fields::{err, matrix};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use dlp_core::{DomainKind, Space, Target};
 use serde_json::{Map, Value};

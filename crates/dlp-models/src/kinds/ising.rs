@@ -2,7 +2,7 @@
 //! `lattice`, field `b` (zero when absent).
 
 use crate::error::ModelError;
-use crate::file::{couplings, vector};
+use crate::fields::{couplings, vector};
 use crate::ising::IsingModel;
 use crate::model::{LoadedModel, Model, ModelKind, insert_couplings};
 use dlp_core::{DomainKind, Space};

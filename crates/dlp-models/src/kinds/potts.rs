@@ -2,7 +2,7 @@
 //! (d × K, zero when absent).
 
 use crate::error::ModelError;
-use crate::file::{couplings, matrix};
+use crate::fields::{couplings, matrix};
 use crate::model::{LoadedModel, Model, ModelKind, insert_couplings, rows};
 use crate::potts::PottsModel;
 use dlp_core::{DomainKind, Space, Target};

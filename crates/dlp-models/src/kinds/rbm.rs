@@ -2,7 +2,7 @@
 //! visible bias `b` and hidden bias `c` (zero when absent).
 
 use crate::error::ModelError;
-use crate::file::{err, matrix, vector};
+use crate::fields::{err, matrix, vector};
 use crate::model::{LoadedModel, Model, ModelKind, rows};
 use crate::rbm::Rbm;
 use dlp_core::{DomainKind, Space};

@@ -2,7 +2,7 @@
 //! domain (categorical by default).
 
 use crate::error::ModelError;
-use crate::file::{err, vector};
+use crate::fields::{err, vector};
 use crate::model::{LoadedModel, Model, ModelKind};
 use crate::table::TableModel;
 use dlp_core::{DomainKind, Space};
