@@ -27,6 +27,7 @@ pub mod locally_balanced;
 pub mod pas;
 pub mod proposal;
 pub mod registry;
+pub mod rwm;
 pub mod sgdlp;
 pub mod spec;
 
