@@ -652,6 +652,36 @@ pub fn pas_mean(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError>
     Ok(pas(target, short)? * (1.0 - theta) + pas(target, short + 1)? * theta)
 }
 
+/// `rwm` (DISCS's random-walk Metropolis, Goshvadi et al. 2023): every coordinate changes
+/// independently with probability p = r/d to one of its K − 1 other values, uniformly, so
+/// q(y|x) = Π_i (p/(K−1) if y_i ≠ x_i, else 1 − p), symmetric; the move is accepted with
+/// min(1, π(y)/π(x)). P(x→y) = q(y|x)·min(1, π(y)/π(x)) for y ≠ x, the diagonal the rest.
+pub fn random_walk_metropolis(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
+    let (n, d) = (t.n(), t.space.d);
+    let k = t.space.values.len() as f64;
+    let p = r / d as f64;
+    if !(p > 0.0 && p < 1.0) {
+        return Err(ExactError::Assumption(format!("rwm reference: needs 0 < r < d, got r = {r}, d = {d}")));
+    }
+    let mut m = DMatrix::zeros(n, n);
+    for a in 0..n {
+        let mut off = 0.0;
+        for b in (0..n).filter(|&b| b != a) {
+            let mut q = 1.0;
+            for i in 0..d {
+                q *= if t.states[a][i] != t.states[b][i] { p / (k - 1.0) } else { 1.0 - p };
+            }
+            let ratio = (t.f[b] - t.f[a]).exp();
+            let v = q * if ratio < 1.0 { ratio } else { 1.0 };
+            m[(a, b)] = v;
+            off += v;
+        }
+        m[(a, a)] = 1.0 - off;
+    }
+    Ok(m)
+}
+
 /// Parameters of the named samplers that the reference needs.
 #[derive(Clone, Debug, Default)]
 pub struct RefParams {
@@ -716,6 +746,7 @@ pub fn reference_by_name(
         ("pas", [r]) => one(pas(target, *r)),
         ("pas", []) if name == "pas" => one(pas_mean(target, alpha)),
         ("lb", []) => one(locally_balanced(target)),
+        ("rwm", []) => one(random_walk_metropolis(target, alpha)),
         ("dlmc", []) => one(dlmc(target, alpha, true)),
         ("dlmcf", []) => one(dlmc(target, alpha, false)),
         // α_min and β_max at the sampler's documented defaults (official code: 0.2 with MH,

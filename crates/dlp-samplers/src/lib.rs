@@ -4,9 +4,10 @@
 //! [`registry::REGISTRY`] (`dlp samplers` prints them); each row's constructor names its file.
 //!
 //! Shared pieces (log-space MH test, flip logits, categorical draws) live in [`proposal`].
-//! Adding a sampler: one file implementing `dlp_core::Sampler` (+ `ExactKernel`) and one
-//! [`registry::SamplerSpec`] row in [`registry::REGISTRY`]; the exact suite's coverage test
-//! then asks for its reference transcription in `dlp_exact::reference`.
+//! Adding a sampler: one file implementing `dlp_core::Sampler` (+ `ExactKernel`) that declares
+//! its [`registry::SamplerSpec`] row(s) as `pub const`, its `mod` line here, and one line per
+//! row in [`registry::REGISTRY`]; the exact suite's coverage test then asks for its reference
+//! transcription in `dlp_exact::reference` (ARCHITECTURE.md, "Adding things → A sampler").
 
 pub mod acs;
 pub mod adapt;
@@ -27,6 +28,7 @@ pub mod locally_balanced;
 pub mod pas;
 pub mod proposal;
 pub mod registry;
+pub mod rwm;
 pub mod sgdlp;
 pub mod spec;
 

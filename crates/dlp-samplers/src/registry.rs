@@ -36,6 +36,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
     crate::locally_balanced::LB,
     crate::pas::PAS,
     crate::pas::PAS_R,
+    crate::rwm::RWM,
     crate::dlmc::DLMC,
     crate::dlmc::DLMCF,
     crate::acs::ACS_DMALA,
