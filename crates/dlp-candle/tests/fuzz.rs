@@ -28,11 +28,7 @@ impl Gen {
         Gen(std::env::var("DLP_FUZZ_SEED").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(20261202))
     }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        dlp_core::testing::splitmix64(&mut self.0)
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize

@@ -290,6 +290,16 @@ pub fn check_readme_block(readme: &Path, name: &str, expected: &str, regenerate:
     );
 }
 
+/// One step of SplitMix64 (Steele, Lea & Flood 2014) on `state`: the seeded draws of the fuzz
+/// and kill-and-resume tests, whose sequences must not change with a generator crate's version.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
