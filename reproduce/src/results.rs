@@ -284,6 +284,37 @@ impl Run {
     }
 }
 
+/// The loss rows up to step `start` that the run which wrote the checkpoint kept in `path`, when
+/// they are there and that run had the same `identity` (seed, batch, held-out interval, text);
+/// `None` otherwise (a checkpoint from before these files, or another configuration
+/// continued): the rows then start at `start`.
+pub fn earlier_loss_rows(path: &std::path::Path, identity: &Value, start: usize) -> Result<Option<Vec<Vec<String>>>> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Ok(None) };
+    let file: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
+    if file["identity"] != *identity {
+        println!("train-mlm: {} is another configuration's; loss.csv starts at step {start}", path.display());
+        return Ok(None);
+    }
+    let rows: Vec<Vec<String>> = serde_json::from_value(file["rows"].clone())
+        .with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
+    let kept: Vec<Vec<String>> =
+        rows.into_iter().filter(|r| r.len() == 3 && r[0].parse::<usize>().is_ok_and(|s| s <= start)).collect();
+    Ok(Some(kept).filter(|k| !k.is_empty()))
+}
+
+/// Writes the loss rows so far with the run's `identity` to `path` (atomically), for
+/// [`earlier_loss_rows`] after a resume.
+pub fn save_loss_rows(path: &std::path::Path, identity: &Value, rows: &[Vec<String>]) -> Result<()> {
+    let text = serde_json::to_string(&json!({"identity": identity, "rows": rows}))?;
+    dlp_core::io::atomic_write(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The (step, loss) points of one split (`train`, `heldout`) of loss rows `[step, split, loss]`.
+pub fn loss_points(rows: &[Vec<String>], split: &str) -> Result<Vec<(f64, f64)>> {
+    rows.iter().filter(|r| r[1] == split).map(|r| Ok((r[0].parse::<f64>()?, r[2].parse::<f64>()?))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

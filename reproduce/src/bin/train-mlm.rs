@@ -18,6 +18,7 @@ use dlp_candle::Device;
 use dlp_candle::bert::BertMlm;
 use dlp_candle::bert_train::{MlmTrainConfig, MlmTrainer, make_batch, standin_config};
 use dlp_core::rng::{derive_seed, setup_rng};
+use dlp_reproduce::results::{earlier_loss_rows, loss_points, save_loss_rows};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series};
 use dlp_text::corpus::{MobyDick, VOCAB_SIZE, WordVocab, default_moby_dir, synthetic_text};
 use serde_json::json;
@@ -105,8 +106,7 @@ fn run(args: Args) -> Result<()> {
     }
     let dev = Device::Cpu;
     let ck = model_dir.join("checkpoint.safetensors");
-    // The loss rows up to the checkpoint, written just before it: a kill between the two
-    // leaves rows past the checkpoint's step, which a resumed run drops.
+    // Loss rows saved just before each checkpoint (a resume drops rows past its step).
     let ck_rows = model_dir.join("checkpoint-loss.json");
     let identity = json!({"seed": c.seed, "batch": batch, "eval_every": eval_every, "text": text, "quick": c.quick});
     let resumed = args.resume && ck.exists();
@@ -129,15 +129,9 @@ fn run(args: Args) -> Result<()> {
         }
         Ok(s / evals.len() as f64)
     };
-    let earlier = if resumed { earlier_rows(&ck_rows, &identity, start)? } else { None };
-    let mut rows = match earlier {
+    let mut rows = match if resumed { earlier_loss_rows(&ck_rows, &identity, start)? } else { None } {
         Some(rows) => rows,
         None => vec![vec![start.to_string(), "heldout".into(), held_loss(&trainer)?.to_string()]],
-    };
-    let save_rows = |rows: &[Vec<String>]| {
-        let text = serde_json::to_string(&json!({"identity": identity, "rows": rows}))?;
-        dlp_core::io::atomic_write(&ck_rows, text.as_bytes())
-            .with_context(|| format!("cannot write {}", ck_rows.display()))
     };
     let bar = run.progress((steps.saturating_sub(start)) as u64, "steps");
     let t0 = std::time::Instant::now();
@@ -150,7 +144,7 @@ fn run(args: Args) -> Result<()> {
             bar.set_message(format!("held-out loss {h:.3}"));
         }
         if (t + 1) % args.checkpoint_every == 0 {
-            save_rows(&rows)?;
+            save_loss_rows(&ck_rows, &identity, &rows)?;
             trainer.save_checkpoint(&ck)?;
         }
         bar.inc(1);
@@ -158,13 +152,10 @@ fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     let secs = t0.elapsed().as_secs_f64();
     let per_step = secs / (steps.saturating_sub(start)).max(1) as f64;
-    save_rows(&rows)?;
+    save_loss_rows(&ck_rows, &identity, &rows)?;
     trainer.save_checkpoint(&ck)?;
     // The curves, from the rows (a resumed run's include those before the interruption).
-    let points = |split: &str| -> Result<Vec<(f64, f64)>> {
-        rows.iter().filter(|r| r[1] == split).map(|r| Ok((r[0].parse::<f64>()?, r[2].parse::<f64>()?))).collect()
-    };
-    let (train_pts, held_pts) = (points("train")?, points("heldout")?);
+    let (train_pts, held_pts) = (loss_points(&rows, "train")?, loss_points(&rows, "heldout")?);
     // The model directory: config, vocabulary, weights (each written atomically).
     let write = |name: &str, bytes: &[u8]| {
         dlp_core::io::atomic_write(&model_dir.join(name), bytes).with_context(|| format!("cannot write {name}"))
@@ -206,27 +197,4 @@ fn run(args: Args) -> Result<()> {
         "spec_reference": "bert.md §6 measured held-out loss 8.31 → 5.55 (step 200) → 5.22 (1,000) → 4.85 (2,500), 0.45 s/step",
     }))?;
     run.finish(&json!({"steps": steps, "batch": batch, "text": text, "resume": args.resume}))
-}
-
-/// The loss rows up to step `start` that the run which wrote the checkpoint kept in `path`, when
-/// they are there and that run had the same `identity` (seed, batch, held-out interval, text);
-/// `None` otherwise (a checkpoint from before these files, or another configuration
-/// continued): the rows then start at `start`.
-fn earlier_rows(
-    path: &std::path::Path,
-    identity: &serde_json::Value,
-    start: usize,
-) -> Result<Option<Vec<Vec<String>>>> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Ok(None) };
-    let file: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
-    if file["identity"] != *identity {
-        println!("train-mlm: {} is another configuration's; loss.csv starts at step {start}", path.display());
-        return Ok(None);
-    }
-    let rows: Vec<Vec<String>> = serde_json::from_value(file["rows"].clone())
-        .with_context(|| format!("--resume: {} is not a loss history", path.display()))?;
-    let kept: Vec<Vec<String>> =
-        rows.into_iter().filter(|r| r.len() == 3 && r[0].parse::<usize>().is_ok_and(|s| s <= start)).collect();
-    Ok(Some(kept).filter(|k| !k.is_empty()))
 }
