@@ -46,11 +46,10 @@
 //! adaptive τ schedule.
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::proposal::{accept_prob, inverse_cdf, mh_accept};
+use crate::mh::{Caching, MhChains, Proposal, exact_row};
+use crate::proposal::inverse_cdf;
 use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
-use dlp_core::{
-    Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
-};
+use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 
 pub mod flip;
@@ -210,46 +209,10 @@ impl Sampler for Dlmc {
         if let Some(m) = crate::fast::ising::qualifying_model(target) {
             return Ok(Box::new(crate::fast::ising::IsingDlpChains::dlmc(space, &m, self.h, self.mh, x0)?));
         }
-        let (d, w, gl) = (space.d, width(space), space.grad_len());
-        let n = x0.len() / d;
-        if n == 0 {
+        if x0.len() < space.d {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
-        let keep = if space.is_binary_like() { d } else { 0 };
-        let mut c = DlmcChains {
-            target,
-            h: self.h,
-            mh: self.mh,
-            n,
-            d,
-            w,
-            gl,
-            keep,
-            x: x0.to_vec(),
-            f: vec![0.0; n],
-            grad: vec![0.0; n * gl],
-            log_p: vec![0.0; n * d * w],
-            log_keep: vec![0.0; n * keep],
-            y: vec![0; n * d],
-            n_prop: vec![0; n],
-            batch_x: vec![0; n * d],
-            batch_f: vec![0.0; n],
-            batch_g: vec![0.0; n * gl],
-            y_log_p: vec![0.0; d * w],
-            y_log_keep: vec![0.0; keep],
-        };
-        target.log_density_grad_batch(&c.x, &mut c.f, &mut c.grad);
-        for j in 0..n {
-            proposal_laws(
-                self.h,
-                space,
-                &c.x[j * d..(j + 1) * d],
-                &c.grad[j * gl..(j + 1) * gl],
-                &mut c.log_p[j * d * w..(j + 1) * d * w],
-                &mut c.log_keep[j * keep..(j + 1) * keep],
-            );
-        }
-        Ok(Box::new(c))
+        Ok(Box::new(MhChains::on_target(target, DlmcProposal { h: self.h }, self.mh, Caching::Keep, x0)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -260,156 +223,63 @@ impl Sampler for Dlmc {
 impl ExactKernel for Dlmc {
     /// DLMCF: every y with q(y|x). DLMC: y ≠ x with q(y|x)·min(1, e^A), x with the rest.
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        let space = target.space();
-        let (d, w, gl) = (space.d, width(space), space.grad_len());
-        let keep = if space.is_binary_like() { d } else { 0 };
-        let mut grad = vec![0.0; gl];
-        let f_x = target.log_density_grad(x, &mut grad);
-        let (mut lp, mut lk) = (vec![0.0; d * w], vec![0.0; keep]);
-        proposal_laws(self.h, space, x, &grad, &mut lp, &mut lk);
-        let (mut gy, mut lpy, mut lky) = (vec![0.0; gl], vec![0.0; d * w], vec![0.0; keep]);
-        let mut row = Vec::new();
-        let mut stay = 0.0;
-        crate::dlp::proposal::for_each_state(space, |y| {
-            let fwd = space_log_prob(space, x, y, &lp, &lk);
-            let q = fwd.exp();
-            if y == x {
-                stay += q;
-            } else if !self.mh {
-                if q > 0.0 {
-                    row.push((y.to_vec(), q));
-                }
-            } else if q > 0.0 {
-                let f_y = target.log_density_grad(y, &mut gy);
-                proposal_laws(self.h, space, y, &gy, &mut lpy, &mut lky);
-                let rev = space_log_prob(space, y, x, &lpy, &lky);
-                let a = accept_prob(crate::dlp::proposal::log_accept_ratio(f_x, f_y, fwd, rev));
-                if q * a > 0.0 {
-                    row.push((y.to_vec(), q * a));
-                }
-                stay += q * (1.0 - a);
-            }
-        });
-        if stay > 0.0 {
-            row.push((x.to_vec(), stay));
-        }
-        row
+        exact_row(&DlmcProposal { h: self.h }, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
     }
 }
 
-/// Running DLMC/DLMCF chains: positions, f, ∇f and the proposal laws per chain, plus scratch.
-struct DlmcChains<'t> {
-    target: &'t dyn Target,
-    h: f64,
-    mh: bool,
-    n: usize,
-    d: usize,
-    /// Law entries per coordinate ([`width`]).
-    w: usize,
-    /// Gradient length per state.
-    gl: usize,
-    /// `log_keep` entries per state (d for binary/spin, 0 for categorical).
-    keep: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    grad: Vec<f64>,
-    log_p: Vec<f64>,
-    log_keep: Vec<f64>,
-    y: Vec<u32>,
-    n_prop: Vec<u32>,
-    batch_x: Vec<u32>,
-    batch_f: Vec<f64>,
-    batch_g: Vec<f64>,
-    y_log_p: Vec<f64>,
-    y_log_keep: Vec<f64>,
+/// The DLMC proposal with time h (the [`crate::mh::Proposal`] of `dlmc`/`dlmcf`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DlmcProposal {
+    /// Time h.
+    pub h: f64,
 }
 
-impl Chains for DlmcChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.n
+/// What a DLMC chain caches of its state: the proposal laws [`proposal_laws`] writes.
+#[derive(Clone, Debug)]
+pub struct DlmcCache {
+    /// Binary/spin: log p_i (flip); categorical: the d × K log-laws.
+    pub log_p: Vec<f64>,
+    /// Binary/spin: log(1 − p_i) (keep); categorical: empty.
+    pub log_keep: Vec<f64>,
+}
+
+impl Proposal for DlmcProposal {
+    type Cache = DlmcCache;
+
+    fn new_cache(&self, space: &Space) -> DlmcCache {
+        let keep = if space.is_binary_like() { space.d } else { 0 };
+        DlmcCache { log_p: vec![0.0; space.d * width(space)], log_keep: vec![0.0; keep] }
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], c: &mut DlmcCache) {
+        proposal_laws(self.h, space, x, grad, &mut c.log_p, &mut c.log_keep);
     }
 
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    /// Per chain: d uniforms (binary: flip i iff u_i < p_i; categorical: inverse CDF of
-    /// coordinate i's law), then (DLMC, if something moved) one uniform for the MH test.
-    /// Proposals equal to x are not evaluated (A = 0, no draw).
-    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
-    #[allow(clippy::needless_range_loop)]
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.target.space();
-        let (d, w, gl, keep) = (self.d, self.w, self.gl, self.keep);
-        let mut m = 0;
-        for j in 0..self.n {
-            let x = &self.x[j * d..(j + 1) * d];
-            let y = &mut self.y[j * d..(j + 1) * d];
-            let lp = &self.log_p[j * d * w..(j + 1) * d * w];
-            let mut k = 0;
-            for i in 0..d {
-                let u: f64 = rngs[j].random();
-                if w == 1 {
-                    let flip = u < lp[i].exp();
-                    y[i] = x[i] ^ flip as u32;
-                } else {
-                    let law = lp[i * w..(i + 1) * w].iter().map(|l| l.exp());
-                    // Rounding left u ≥ 0 after the whole row: the last value with positive mass.
-                    y[i] = inverse_cdf(law.clone(), u)
-                        .unwrap_or_else(|| law.clone().rposition(|p| p > 0.0).unwrap_or(x[i] as usize))
-                        as u32;
-                }
-                k += (y[i] != x[i]) as u32;
-            }
-            self.n_prop[j] = k;
-            if k > 0 {
-                self.batch_x[m * d..(m + 1) * d].copy_from_slice(y);
-                m += 1;
-            }
-        }
-        if m > 0 {
-            self.target.evaluate(
-                &self.batch_x[..m * d],
-                Batch::Full,
-                &mut self.batch_f[..m],
-                Some(&mut self.batch_g[..m * gl]),
-            )?;
-        }
-        let mut b = 0;
-        for j in 0..self.n {
-            let k = self.n_prop[j];
-            if k == 0 {
-                info[j] = StepInfo::stayed();
-                continue;
-            }
-            let (r, rw, rk) = (j * d..(j + 1) * d, j * d * w..(j + 1) * d * w, j * keep..(j + 1) * keep);
-            let y = &self.batch_x[b * d..(b + 1) * d];
-            let g_y = &self.batch_g[b * gl..(b + 1) * gl];
-            let f_y = self.batch_f[b];
-            b += 1;
-            proposal_laws(self.h, space, y, g_y, &mut self.y_log_p, &mut self.y_log_keep);
-            let (accepted, p_acc) = if self.mh {
-                let x = &self.x[r.clone()];
-                let fwd = space_log_prob(space, x, y, &self.log_p[rw.clone()], &self.log_keep[rk.clone()]);
-                let rev = space_log_prob(space, y, x, &self.y_log_p, &self.y_log_keep);
-                mh_accept(crate::dlp::proposal::log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
+    /// d uniforms (binary: flip i iff u_i < p_i; categorical: inverse CDF of coordinate i's
+    /// law).
+    fn draw(&mut self, space: &Space, x: &[u32], c: &DlmcCache, rng: &mut ChainRng, y: &mut [u32]) -> u32 {
+        let (d, w) = (space.d, width(space));
+        let lp = &c.log_p;
+        let mut k = 0;
+        for i in 0..d {
+            let u: f64 = rng.random();
+            if w == 1 {
+                let flip = u < lp[i].exp();
+                y[i] = x[i] ^ flip as u32;
             } else {
-                (true, 1.0)
-            };
-            if accepted {
-                self.x[r].copy_from_slice(y);
-                self.f[j] = f_y;
-                self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
-                self.log_p[rw].copy_from_slice(&self.y_log_p);
-                self.log_keep[rk].copy_from_slice(&self.y_log_keep);
+                let law = lp[i * w..(i + 1) * w].iter().map(|l| l.exp());
+                // Rounding left u ≥ 0 after the whole row: the last value with positive mass.
+                y[i] = inverse_cdf(law.clone(), u)
+                    .unwrap_or_else(|| law.clone().rposition(|p| p > 0.0).unwrap_or(x[i] as usize))
+                    as u32;
             }
-            info[j] = StepInfo::evaluated(accepted, p_acc, k);
+            k += (y[i] != x[i]) as u32;
         }
-        Ok(())
+        k
+    }
+
+    fn log_prob(&self, space: &Space, from: &[u32], to: &[u32], c: &DlmcCache) -> f64 {
+        space_log_prob(space, from, to, &c.log_p, &c.log_keep)
     }
 }
 

@@ -27,12 +27,11 @@
 //! [`crate::sgdlp`] for stochastic-gradient DULA).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::proposal::{accept_prob, mh_accept};
+use crate::mh::{Caching, MhChains, Proposal, exact_row};
 use crate::spec::{
     NO_TESTS, PLAIN, PRECONDITIONER, STEP_SIZE, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
-use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
-pub(crate) use proposal::for_each_state;
+use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 pub use proposal::{DlpProposal, MAX_EXACT_STATES, log_accept_ratio};
 
 /// DULA or DMALA, with or without a diagonal preconditioner (`dula`, `dmala`, `pdula`,
@@ -75,10 +74,13 @@ impl DlpSampler {
 
     /// Starts the concrete chains (what [`Sampler::start`] boxes).
     pub fn start_chains<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<DlpChains<'t>, SamplerError> {
-        DlpChains::new(target, self.proposal.clone(), self.mh, x0).map_err(|e| match e {
-            StartError::Param(m) => bad(&self.name, m),
-            StartError::State(m) => SamplerError::BadInitialState(m),
-        })
+        let space = target.space();
+        space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        self.proposal.check_space(space).map_err(|m| bad(&self.name, m))?;
+        if x0.len() < space.d {
+            return Err(SamplerError::BadInitialState("no chains".into()));
+        }
+        MhChains::on_target(target, self.proposal.clone(), self.mh, Caching::Keep, x0)
     }
 }
 
@@ -134,241 +136,48 @@ impl ExactKernel for DlpSampler {
     /// DULA: every y with probability q(y|x) (product over coordinates). DMALA: y ≠ x with
     /// q(y|x)·min(1, e^A), and x with the rest, q(x|x) + Σ_{y≠x} q(y|x)(1 − min(1, e^A)).
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        let space = target.space();
-        let p = &self.proposal;
+        exact_row(&self.proposal, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
+    }
+}
+
+/// What a DLP chain caches of its state: the forward logits (d·[`DlpProposal::logit_width`]),
+/// the per-coordinate log-normalisers log Z_i(x) and log Z_α(x) = Σ_i log Z_i(x).
+#[derive(Clone, Debug)]
+pub struct DlpCache {
+    /// Logits per coordinate, as [`DlpProposal::logits`] writes them.
+    pub logits: Vec<f64>,
+    /// log Z_i(x), one per coordinate.
+    pub lognorm: Vec<f64>,
+    /// log Z_α(x) (spec §4.2).
+    pub log_z: f64,
+}
+
+impl Proposal for DlpProposal {
+    type Cache = DlpCache;
+
+    fn new_cache(&self, space: &Space) -> DlpCache {
         let (d, w) = (space.d, DlpProposal::logit_width(space));
-        let mut grad = vec![0.0; space.grad_len()];
-        let (mut logits, mut lognorm) = (vec![0.0; d * w], vec![0.0; d]);
-        let f_x = target.log_density_grad(x, &mut grad);
-        let log_z = p.logits(space, x, &grad, &mut logits, &mut lognorm);
-        let (mut gy, mut ly, mut ny) = (vec![0.0; space.grad_len()], vec![0.0; d * w], vec![0.0; d]);
-        let mut row = Vec::new();
-        let mut stay = 0.0;
-        for_each_state(space, |y| {
-            let q = p.log_prob(space, x, y, &logits, log_z).exp();
-            if y == x {
-                stay += q;
-            } else if !self.mh {
-                if q > 0.0 {
-                    row.push((y.to_vec(), q));
-                }
-            } else if q > 0.0 {
-                let f_y = target.log_density_grad(y, &mut gy);
-                let log_z_y = p.logits(space, y, &gy, &mut ly, &mut ny);
-                let rev = p.log_prob(space, y, x, &ly, log_z_y);
-                let a = accept_prob(log_accept_ratio(f_x, f_y, p.log_prob(space, x, y, &logits, log_z), rev));
-                if q * a > 0.0 {
-                    row.push((y.to_vec(), q * a));
-                }
-                stay += q * (1.0 - a);
-            }
-        });
-        if stay > 0.0 {
-            row.push((x.to_vec(), stay));
-        }
-        row
+        DlpCache { logits: vec![0.0; d * w], lognorm: vec![0.0; d], log_z: 0.0 }
+    }
+
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], c: &mut DlpCache) {
+        c.log_z = self.logits(space, x, grad, &mut c.logits, &mut c.lognorm);
+    }
+
+    /// d uniforms, one per coordinate ([`DlpProposal::draw`]).
+    fn draw(&mut self, space: &Space, x: &[u32], c: &DlpCache, rng: &mut ChainRng, y: &mut [u32]) -> u32 {
+        DlpProposal::draw(self, space, x, &c.logits, &c.lognorm, rng, y)
+    }
+
+    fn log_prob(&self, space: &Space, from: &[u32], to: &[u32], c: &DlpCache) -> f64 {
+        DlpProposal::log_prob(self, space, from, to, &c.logits, c.log_z)
     }
 }
 
-enum StartError {
-    Param(String),
-    State(String),
-}
-
-/// Running DULA/DMALA chains with their caches (BlackJAX-style state): positions, f, ∇f,
-/// forward logits, log Z_i and log Z_α per chain, plus scratch for the proposals.
-pub struct DlpChains<'t> {
-    target: &'t dyn Target,
-    proposal: DlpProposal,
-    mh: bool,
-    n: usize,
-    d: usize,
-    /// Logits per coordinate.
-    w: usize,
-    /// Gradient length per state.
-    gl: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    grad: Vec<f64>,
-    logits: Vec<f64>,
-    lognorm: Vec<f64>,
-    log_z: Vec<f64>,
-    // Scratch, reused every step (no allocation inside `step`).
-    y: Vec<u32>,
-    n_prop: Vec<u32>,
-    batch_x: Vec<u32>,
-    batch_f: Vec<f64>,
-    batch_g: Vec<f64>,
-    y_logits: Vec<f64>,
-    y_lognorm: Vec<f64>,
-}
-
-impl<'t> DlpChains<'t> {
-    fn new(target: &'t dyn Target, proposal: DlpProposal, mh: bool, x0: &[u32]) -> Result<Self, StartError> {
-        let space = target.space();
-        space.check_states(x0).map_err(StartError::State)?;
-        proposal.check_space(space).map_err(StartError::Param)?;
-        let (d, w, gl) = (space.d, DlpProposal::logit_width(space), space.grad_len());
-        let n = x0.len() / d;
-        if n == 0 {
-            return Err(StartError::State("no chains".into()));
-        }
-        let mut c = DlpChains {
-            target,
-            proposal,
-            mh,
-            n,
-            d,
-            w,
-            gl,
-            x: x0.to_vec(),
-            f: vec![0.0; n],
-            grad: vec![0.0; n * gl],
-            logits: vec![0.0; n * d * w],
-            lognorm: vec![0.0; n * d],
-            log_z: vec![0.0; n],
-            y: vec![0; n * d],
-            n_prop: vec![0; n],
-            batch_x: vec![0; n * d],
-            batch_f: vec![0.0; n],
-            batch_g: vec![0.0; n * gl],
-            y_logits: vec![0.0; d * w],
-            y_lognorm: vec![0.0; d],
-        };
-        target.log_density_grad_batch(&c.x, &mut c.f, &mut c.grad);
-        for j in 0..n {
-            c.log_z[j] = c.proposal.logits(
-                space,
-                &c.x[j * d..(j + 1) * d],
-                &c.grad[j * gl..(j + 1) * gl],
-                &mut c.logits[j * d * w..(j + 1) * d * w],
-                &mut c.lognorm[j * d..(j + 1) * d],
-            );
-        }
-        Ok(c)
-    }
-
-    /// Replaces the proposal (α, β, h) and recomputes the cached logits from the cached
-    /// gradients: no model evaluation. Cyclical DLP ([`crate::acs`]) calls it before each step
-    /// whose phase changes (α, β).
-    pub fn set_proposal(&mut self, proposal: DlpProposal) {
-        self.proposal = proposal;
-        let space = self.target.space();
-        let (d, dw, gl) = (self.d, self.d * self.w, self.gl);
-        for j in 0..self.n {
-            self.log_z[j] = self.proposal.logits(
-                space,
-                &self.x[j * d..(j + 1) * d],
-                &self.grad[j * gl..(j + 1) * gl],
-                &mut self.logits[j * dw..(j + 1) * dw],
-                &mut self.lognorm[j * d..(j + 1) * d],
-            );
-        }
-    }
-
-    /// Cached gradients ∇f of the current states, `n × grad_len`.
-    pub fn grads(&self) -> &[f64] {
-        &self.grad
-    }
-
-    /// Cached log Z_α of the current states (log of the proposal normaliser, spec §4.2).
-    pub fn log_normalisers(&self) -> &[f64] {
-        &self.log_z
-    }
-}
-
-impl Chains for DlpChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    /// Per chain: d uniforms for the proposal, then (DMALA, if the proposal moves) one
-    /// uniform for the MH test. Chains whose proposal is x itself are not evaluated: DULA
-    /// stays, DMALA accepts with A = 0 without drawing.
-    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
-    #[allow(clippy::needless_range_loop)]
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.target.space();
-        let (d, w, gl) = (self.d, self.w, self.gl);
-        let dw = d * w;
-        let mut m = 0;
-        for j in 0..self.n {
-            let y = &mut self.y[j * d..(j + 1) * d];
-            let k = self.proposal.draw(
-                space,
-                &self.x[j * d..(j + 1) * d],
-                &self.logits[j * dw..(j + 1) * dw],
-                &self.lognorm[j * d..(j + 1) * d],
-                &mut rngs[j],
-                y,
-            );
-            self.n_prop[j] = k;
-            if k > 0 {
-                self.batch_x[m * d..(m + 1) * d].copy_from_slice(y);
-                m += 1;
-            }
-        }
-        if m > 0 {
-            self.target.evaluate(
-                &self.batch_x[..m * d],
-                Batch::Full,
-                &mut self.batch_f[..m],
-                Some(&mut self.batch_g[..m * gl]),
-            )?;
-        }
-        let mut r = 0;
-        for j in 0..self.n {
-            let k = self.n_prop[j];
-            if k == 0 {
-                info[j] = StepInfo::stayed();
-                continue;
-            }
-            let y = &self.batch_x[r * d..(r + 1) * d];
-            let f_y = self.batch_f[r];
-            let g_y = &self.batch_g[r * gl..(r + 1) * gl];
-            r += 1;
-            let x = &mut self.x[j * d..(j + 1) * d];
-            let (accepted, accept_prob) = if self.mh {
-                let log_z_y = self.proposal.logits(space, y, g_y, &mut self.y_logits, &mut self.y_lognorm);
-                let fwd = self.proposal.log_prob(space, x, y, &self.logits[j * dw..(j + 1) * dw], self.log_z[j]);
-                let rev = self.proposal.log_prob(space, y, x, &self.y_logits, log_z_y);
-                let out = mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j]);
-                if out.0 {
-                    self.logits[j * dw..(j + 1) * dw].copy_from_slice(&self.y_logits);
-                    self.lognorm[j * d..(j + 1) * d].copy_from_slice(&self.y_lognorm);
-                    self.log_z[j] = log_z_y;
-                }
-                out
-            } else {
-                (true, 1.0)
-            };
-            if accepted {
-                x.copy_from_slice(y);
-                self.f[j] = f_y;
-                self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
-                if !self.mh {
-                    self.log_z[j] = self.proposal.logits(
-                        space,
-                        x,
-                        g_y,
-                        &mut self.logits[j * dw..(j + 1) * dw],
-                        &mut self.lognorm[j * d..(j + 1) * d],
-                    );
-                }
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, k);
-        }
-        Ok(())
-    }
-}
+/// Running DULA/DMALA chains (the one MH kernel, [`crate::mh`]): positions, f, ∇f and the
+/// [`DlpCache`] per chain. One step evaluates the model once, at the proposals that move,
+/// for all chains of a task in one batched call.
+pub type DlpChains<'t> = MhChains<'t, DlpProposal>;
 
 pub mod proposal;
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod gibbs;
 pub mod gwg;
 pub mod hamming_ball;
 pub mod locally_balanced;
+pub mod mh;
 pub mod pas;
 pub mod proposal;
 pub mod registry;

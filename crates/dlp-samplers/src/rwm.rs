@@ -30,11 +30,9 @@
 //! evaluation or an MH draw (A = 0). No gradients.
 
 use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
-use crate::proposal::{accept_prob, mh_accept};
+use crate::mh::{Caching, MhChains, Proposal, TargetEval, exact_row, start_error};
 use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
-use dlp_core::{
-    Batch, ChainRng, Chains, EvalError, ExactKernel, RunOptions, Sampler, SamplerError, StepInfo, Target, Transition,
-};
+use dlp_core::{ChainRng, Chains, ExactKernel, RunOptions, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 
 /// DISCS's target acceptance for adaptive random-walk Metropolis.
@@ -102,38 +100,53 @@ pub fn change_probability(r: f64, d: usize) -> f64 {
     r / d as f64
 }
 
-/// The probability that one coordinate proposes the value `to` from `from` among K values:
-/// 1 − p if unchanged, else p/(K − 1).
-pub fn coordinate_prob(from: u32, to: u32, p: f64, k: usize) -> f64 {
-    if from == to { 1.0 - p } else { p / (k - 1) as f64 }
-}
-
 /// The value a changed coordinate takes: `from` shifted by `offset` ∈ 1..K, mod K (uniform
 /// over the K − 1 others for a uniform offset).
 pub fn other_value(from: u32, offset: u32, k: usize) -> u32 {
     (from + offset) % k as u32
 }
 
-/// RWM's log acceptance ratio f(y) − f(x) (the proposal is symmetric).
-pub fn log_accept_ratio(f_x: f64, f_y: f64) -> f64 {
-    f_y - f_x
+/// The RWM proposal on K values with change probability p (the [`Proposal`] of `rwm`: it
+/// caches nothing and reads no gradient).
+pub struct RwmProposal {
+    /// Per-coordinate change probability r/d.
+    pub p: f64,
+    /// Values per coordinate.
+    pub k: usize,
 }
 
-/// Draws the proposal y from x: per coordinate one uniform (change iff u < p), and for a
-/// change on K > 2 values one offset in 1..K. Returns the number of changed coordinates.
-fn propose(x: &[u32], y: &mut [u32], p: f64, k: usize, rng: &mut ChainRng) -> u32 {
-    let mut changed = 0;
-    for (yi, &xi) in y.iter_mut().zip(x) {
-        let u: f64 = rng.random();
-        *yi = if u < p {
-            changed += 1;
-            let offset = if k == 2 { 1 } else { rng.random_range(1..k as u32) };
-            other_value(xi, offset, k)
-        } else {
-            xi
-        };
+impl Proposal for RwmProposal {
+    type Cache = ();
+
+    fn new_cache(&self, _space: &Space) {}
+
+    fn prepare(&self, _space: &Space, _x: &[u32], _grad: &[f64], _cache: &mut ()) {}
+
+    /// Per coordinate one uniform (change iff u < p), and for a change on K > 2 values one
+    /// offset in 1..K.
+    fn draw(&mut self, _space: &Space, x: &[u32], _cache: &(), rng: &mut ChainRng, y: &mut [u32]) -> u32 {
+        let (p, k) = (self.p, self.k);
+        let mut changed = 0;
+        for (yi, &xi) in y.iter_mut().zip(x) {
+            let u: f64 = rng.random();
+            *yi = if u < p {
+                changed += 1;
+                let offset = if k == 2 { 1 } else { rng.random_range(1..k as u32) };
+                other_value(xi, offset, k)
+            } else {
+                xi
+            };
+        }
+        changed
     }
-    changed
+
+    /// m·ln(p/(K − 1)) + (d − m)·ln(1 − p) for m changed coordinates: the same number both ways
+    /// (the proposal is symmetric), so the MH ratio is f(y) − f(x) exactly.
+    fn log_prob(&self, _space: &Space, from: &[u32], to: &[u32], _cache: &()) -> f64 {
+        let m = from.iter().zip(to).filter(|(a, b)| a != b).count();
+        let kept = from.len() - m;
+        m as f64 * (self.p / (self.k - 1) as f64).ln() + kept as f64 * (1.0 - self.p).ln()
+    }
 }
 
 impl Sampler for Rwm {
@@ -155,20 +168,9 @@ impl Sampler for Rwm {
             });
         }
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let n = x0.len() / d;
-        let mut f = vec![0.0; n];
-        target.evaluate(x0, Batch::Full, &mut f, None).map_err(|e| SamplerError::BadInitialState(e.to_string()))?;
-        Ok(Box::new(RwmChains {
-            target,
-            p: change_probability(self.r, d),
-            k: space.k(),
-            x: x0.to_vec(),
-            f,
-            y: vec![0; n * d],
-            n_prop: vec![0; n],
-            batch_y: vec![0; n * d],
-            batch_f: vec![0.0; n],
-        }))
+        let eval = TargetEval::values_only(target, x0.len() / d);
+        let proposal = RwmProposal { p: change_probability(self.r, d), k: space.k() };
+        Ok(Box::new(MhChains::new(space, proposal, eval, true, Caching::Keep, x0).map_err(start_error)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -177,107 +179,12 @@ impl Sampler for Rwm {
 }
 
 impl ExactKernel for Rwm {
-    /// Every state y ≠ x with q(y|x)·min(1, e^{f(y) − f(x)}), and x with the rest.
+    /// Every state y ≠ x with q(y|x)·min(1, e^{f(y) − f(x)}), and x with the rest: the one
+    /// kernel's row ([`exact_row`]).
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
         let space = target.space();
-        let (d, k) = (space.d, space.k());
-        let p = change_probability(self.r, d);
-        let f_x = target.log_density(x);
-        let n = space.n_states().expect("exact rows need an enumerable space");
-        let mut row = Vec::new();
-        let mut stay = 1.0;
-        let mut y = vec![0; d];
-        for index in 0..n {
-            space.state_of_index(index, &mut y);
-            if y == x {
-                continue;
-            }
-            let q: f64 = x.iter().zip(&y).map(|(&a, &b)| coordinate_prob(a, b, p, k)).product();
-            let prob = q * accept_prob(log_accept_ratio(f_x, target.log_density(&y)));
-            stay -= prob;
-            row.push((y.clone(), prob));
-        }
-        row.push((x.to_vec(), stay.max(0.0)));
-        row.retain(|(_, p)| *p > 0.0);
-        row.sort_by(|a, b| a.0.cmp(&b.0));
-        row
-    }
-}
-
-struct RwmChains<'t> {
-    target: &'t dyn Target,
-    /// Per-coordinate change probability r/d.
-    p: f64,
-    /// Values per coordinate.
-    k: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    /// Every chain's proposal.
-    y: Vec<u32>,
-    /// Changed coordinates of every chain's proposal.
-    n_prop: Vec<u32>,
-    /// The proposals that move, packed for one batched evaluation.
-    batch_y: Vec<u32>,
-    batch_f: Vec<f64>,
-}
-
-impl Chains for RwmChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.f.len()
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    /// Per chain: d uniforms (and an offset per change when K > 2), then, if the proposal
-    /// moves, one uniform for the MH test. Proposals equal to x are not evaluated.
-    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
-    #[allow(clippy::needless_range_loop)]
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let d = self.target.space().d;
-        let n = self.f.len();
-        let mut m = 0;
-        for j in 0..n {
-            let (x, y) = (&self.x[j * d..(j + 1) * d], &mut self.y[j * d..(j + 1) * d]);
-            self.n_prop[j] = propose(x, y, self.p, self.k, &mut rngs[j]);
-            if self.n_prop[j] > 0 {
-                self.batch_y[m * d..(m + 1) * d].copy_from_slice(y);
-                m += 1;
-            }
-        }
-        if m > 0 {
-            self.target.evaluate(&self.batch_y[..m * d], Batch::Full, &mut self.batch_f[..m], None)?;
-        }
-        let mut b = 0;
-        for j in 0..n {
-            let changed = self.n_prop[j];
-            if changed == 0 {
-                info[j] = StepInfo { grad_evals: 0, ..StepInfo::stayed() };
-                continue;
-            }
-            let f_y = self.batch_f[b];
-            let (accepted, accept_prob) = mh_accept(log_accept_ratio(self.f[j], f_y), &mut rngs[j]);
-            if accepted {
-                self.x[j * d..(j + 1) * d].copy_from_slice(&self.batch_y[b * d..(b + 1) * d]);
-                self.f[j] = f_y;
-            }
-            b += 1;
-            info[j] = StepInfo {
-                accepted,
-                accept_prob,
-                n_proposed: changed,
-                n_changed: if accepted { changed } else { 0 },
-                density_evals: 1,
-                grad_evals: 0,
-                data_evals: 0,
-            };
-        }
-        Ok(())
+        let proposal = RwmProposal { p: change_probability(self.r, space.d), k: space.k() };
+        exact_row(&proposal, true, space, x, |y, _| target.log_density(y))
     }
 }
 
@@ -307,8 +214,8 @@ pub const RWM: SamplerSpec = SamplerSpec {
 mod tests {
     use super::*;
     use crate::gibbs::testkit::*;
-    use dlp_core::Space;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
+    use dlp_core::{Space, StepInfo};
 
     #[test]
     fn rwm_is_reversible_on_binary_spin_categorical_and_ordinal() {
@@ -335,8 +242,9 @@ mod tests {
         assert!((at(&[0, 1, 0]) - 0.125 * (-0.7f64).exp()).abs() < 1e-15);
         assert!((row.iter().map(|t| t.1).sum::<f64>() - 1.0).abs() < 1e-14);
         // Categorical K = 3: a changed site takes each other value with p/2.
-        assert_eq!(coordinate_prob(0, 2, 0.4, 3), 0.2);
-        assert_eq!(coordinate_prob(1, 1, 0.4, 3), 0.6);
+        let cat = Space::categorical(2, 3);
+        let lq = RwmProposal { p: 0.4, k: 3 }.log_prob(&cat, &[0, 1], &[2, 1], &());
+        assert!((lq - (0.2f64 * 0.6).ln()).abs() < 1e-15, "{lq}");
     }
 
     #[test]

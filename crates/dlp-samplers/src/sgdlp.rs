@@ -19,15 +19,13 @@
 //!
 //! Not implemented: a preconditioner.
 
-use crate::dlp::proposal::{DlpProposal, MAX_EXACT_STATES, for_each_state, log_accept_ratio};
+use crate::dlp::proposal::{DlpProposal, MAX_EXACT_STATES};
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::proposal::mh_accept;
+use crate::mh::{Caching, MhChains, exact_row};
 use crate::spec::{
     BATCH_SIZE, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
-use dlp_core::{
-    Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target, Transition,
-};
+use dlp_core::{Batch, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 
 /// Stochastic-gradient DLP: step size α, minibatch size B, with (`sg-dmala`) or without
 /// (`sg-dula`) the minibatch MH test.
@@ -85,70 +83,34 @@ impl SgDlp {
         Ok(n)
     }
 
-    /// Starts the concrete chains (what [`Sampler::start`] boxes).
+    /// Starts the concrete chains (what [`Sampler::start`] boxes): the one MH kernel with
+    /// [`Caching::Refresh`] (f̂ and ĝ of every chain on each step's batch, one call; then per
+    /// chain d uniforms for the proposal; `sg-dmala` then evaluates every proposal on the same
+    /// batch, one call, and draws one uniform per moving chain for the MH test).
     pub fn start_chains<'t>(&self, target: &'t dyn Target, x0: &[u32]) -> Result<SgChains<'t>, SamplerError> {
         self.n_data(target)?;
         let space = target.space();
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
         self.proposal.check_space(space).map_err(|m| bad(&self.name(), m))?;
-        let (d, w, gl) = (space.d, DlpProposal::logit_width(space), space.grad_len());
-        let n = x0.len() / d;
-        if n == 0 {
+        if x0.len() < space.d {
             return Err(SamplerError::BadInitialState("no chains".into()));
         }
-        Ok(SgChains {
-            target,
-            proposal: self.proposal.clone(),
-            mh: self.mh,
-            n,
-            x: x0.to_vec(),
-            f: vec![0.0; n],
-            grad: vec![0.0; n * gl],
-            y: vec![0; n * d],
-            n_prop: vec![0; n],
-            f_y: vec![0.0; n],
-            g_y: vec![0.0; n * gl],
-            logits: vec![0.0; n * d * w],
-            lognorm: vec![0.0; n * d],
-            log_z: vec![0.0; n],
-            y_logits: vec![0.0; d * w],
-            y_lognorm: vec![0.0; d],
-        })
+        MhChains::on_target(target, self.proposal.clone(), self.mh, Caching::Refresh, x0)
     }
 
     /// The law of one step from `x` on one given batch (what a step does once the runner has
-    /// drawn that batch), as probabilities over the states of the space in enumeration order.
+    /// drawn that batch), added with weight `weight` to `probs` (the states of the space in
+    /// enumeration order).
     fn row_on_batch(&self, target: &dyn Target, x: &[u32], batch: Batch<'_>, probs: &mut [f64], weight: f64) {
         let space = target.space();
-        let (d, w, gl) = (space.d, DlpProposal::logit_width(space), space.grad_len());
-        let (mut f, mut g) = ([0.0], vec![0.0; gl]);
-        let (mut logits, mut lognorm) = (vec![0.0; d * w], vec![0.0; d]);
-        let (mut yl, mut yn) = (vec![0.0; d * w], vec![0.0; d]);
-        evaluate(target, x, batch, &mut f, &mut g);
-        let log_z = self.proposal.logits(space, x, &g, &mut logits, &mut lognorm);
-        let (mut fy, mut gy) = ([0.0], vec![0.0; gl]);
-        let mut stay = 0.0;
-        let mut s = 0;
-        let mut x_index = 0;
-        for_each_state(space, |y| {
-            let q = self.proposal.log_prob(space, x, y, &logits, log_z).exp();
-            if y == x {
-                x_index = s;
-                stay += q;
-            } else if self.mh {
-                evaluate(target, y, batch, &mut fy, &mut gy);
-                let log_z_y = self.proposal.logits(space, y, &gy, &mut yl, &mut yn);
-                let rev = self.proposal.log_prob(space, y, x, &yl, log_z_y);
-                let a = log_accept_ratio(f[0], fy[0], q.ln(), rev);
-                let acc = if a.is_nan() { 0.0 } else { a.min(0.0).exp() };
-                probs[s] += weight * q * acc;
-                stay += q * (1.0 - acc);
-            } else {
-                probs[s] += weight * q;
-            }
-            s += 1;
+        let mut f = [0.0];
+        let row = exact_row(&self.proposal, self.mh, space, x, |y, g| {
+            evaluate(target, y, batch, &mut f, g);
+            f[0]
         });
-        probs[x_index] += weight * stay;
+        for (y, p) in row {
+            probs[space.index_of_state(&y) as usize] += weight * p;
+        }
     }
 }
 
@@ -252,92 +214,8 @@ impl ExactKernel for SgDlp {
     }
 }
 
-/// Running SG-DLP chains: positions and per-step scratch for f̂, ĝ and the logits.
-pub struct SgChains<'t> {
-    target: &'t dyn Target,
-    proposal: DlpProposal,
-    mh: bool,
-    n: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    grad: Vec<f64>,
-    y: Vec<u32>,
-    n_prop: Vec<u32>,
-    f_y: Vec<f64>,
-    g_y: Vec<f64>,
-    logits: Vec<f64>,
-    lognorm: Vec<f64>,
-    log_z: Vec<f64>,
-    y_logits: Vec<f64>,
-    y_lognorm: Vec<f64>,
-}
-
-impl Chains for SgChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    /// f̂ and ĝ of every chain on the step's batch (one call), then per chain d uniforms for
-    /// the proposal and (`sg-dmala`, if the proposal moves) f̂ and ĝ of the proposals on the
-    /// same batch (one call) and one uniform for the MH test. A minibatch evaluation of n
-    /// states counts n density and n gradient evaluations and n·B data items.
-    #[allow(clippy::needless_range_loop)]
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.target.space();
-        let (d, w, gl) = (space.d, DlpProposal::logit_width(space), space.grad_len());
-        let items = batch.n_items(self.target.n_data());
-        self.target.evaluate(&self.x, batch, &mut self.f, Some(&mut self.grad))?;
-        for j in 0..self.n {
-            let x = &self.x[j * d..(j + 1) * d];
-            let (logits, lognorm) =
-                (&mut self.logits[j * d * w..(j + 1) * d * w], &mut self.lognorm[j * d..(j + 1) * d]);
-            self.log_z[j] = self.proposal.logits(space, x, &self.grad[j * gl..(j + 1) * gl], logits, lognorm);
-            self.n_prop[j] =
-                self.proposal.draw(space, x, logits, lognorm, &mut rngs[j], &mut self.y[j * d..(j + 1) * d]);
-        }
-        if self.mh {
-            self.target.evaluate(&self.y, batch, &mut self.f_y, Some(&mut self.g_y))?;
-        }
-        for j in 0..self.n {
-            let k = self.n_prop[j];
-            let evals = if self.mh { 2 } else { 1 };
-            let mut rec = StepInfo {
-                accepted: true,
-                accept_prob: 1.0,
-                n_proposed: k,
-                n_changed: k,
-                density_evals: evals,
-                grad_evals: evals,
-                data_evals: evals * items,
-            };
-            let (x, y) = (&mut self.x[j * d..(j + 1) * d], &self.y[j * d..(j + 1) * d]);
-            if self.mh && k > 0 {
-                let log_z_y = self.proposal.logits(
-                    space,
-                    y,
-                    &self.g_y[j * gl..(j + 1) * gl],
-                    &mut self.y_logits,
-                    &mut self.y_lognorm,
-                );
-                let fwd = self.proposal.log_prob(space, x, y, &self.logits[j * d * w..(j + 1) * d * w], self.log_z[j]);
-                let rev = self.proposal.log_prob(space, y, x, &self.y_logits, log_z_y);
-                let (accepted, p) = mh_accept(log_accept_ratio(self.f[j], self.f_y[j], fwd, rev), &mut rngs[j]);
-                rec.accepted = accepted;
-                rec.accept_prob = p;
-                rec.n_changed = if accepted { k } else { 0 };
-            }
-            if rec.accepted {
-                x.copy_from_slice(y);
-            }
-            info[j] = rec;
-        }
-        Ok(())
-    }
-}
+/// Running SG-DLP chains: the one MH kernel ([`crate::mh`]) with stochastic gradients.
+pub type SgChains<'t> = MhChains<'t, DlpProposal>;
 
 // ---- registry rows (this module's names, parameters, defaults and tests) ----
 
@@ -385,7 +263,7 @@ mod tests {
     use crate::dlp::tests::{assert_close, matrix};
     use crate::registry::build_sampler;
     use dlp_core::testing::Quadratic;
-    use dlp_core::{chain_rng, chain_rngs};
+    use dlp_core::{EvalError, StepInfo, chain_rng, chain_rngs};
 
     /// f(x) = Σ_n ℓ_n(x) + pᵀx on {0,1}^d with ℓ_n(x) = a_nᵀx + c_n x_0 x_1 (the product only
     /// if d ≥ 2), so that minibatch gradients genuinely depend on the batch and on x.

@@ -146,7 +146,7 @@ pub fn dlp_fast_path<'t>(
         return Ok(None);
     }
     if let Some(r) = target.capabilities().rbm {
-        return Ok(Some(Box::new(rbm::RbmDlpChains::from_view(target.space(), r, proposal.clone(), mh, x0)?)));
+        return Ok(Some(Box::new(rbm::rbm_chains_from_view(target.space(), r, proposal.clone(), mh, x0)?)));
     }
     Ok(None)
 }

@@ -28,12 +28,13 @@
 //! f64 (≈ 35% in f32); the rest is the O(M·|F|) updates (W rows streamed from L3), one
 //! exponential per hidden and per visible unit, and the draws.
 
-use crate::dlp::proposal::{DlpProposal, log_accept_ratio};
+use crate::dlp::proposal::DlpProposal;
 use crate::fast::Threshold;
 use crate::fast::vexp::exp_neg_abs;
-use crate::proposal::{mh_accept, sample_logits};
+use crate::mh::{Caching, Evaluator, MhChains, Proposal, start_error};
+use crate::proposal::sample_logits;
 use dlp_core::capability::RbmView;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, Space, StepInfo, Target};
+use dlp_core::{Batch, ChainRng, EvalError, SamplerError, Space, Target};
 use rand::Rng;
 
 /// Accepted moves after which a chain's cached pre-activations are recomputed exactly.
@@ -281,188 +282,152 @@ fn set_thresholds(out: &mut [Threshold], sig: &[f64]) {
     }
 }
 
-/// DULA / DMALA chains on an RBM with cached pre-activations.
-pub struct RbmDlpChains<'t> {
-    space: &'t Space,
-    cache: RbmCache<'t>,
+/// The DLP proposal on an RBM's bits as the fast path draws it: the generic binary logits
+/// ([`binary_logits`]), drawn with the integer thresholds of [`Threshold`] (2 random bytes
+/// per coordinate, 6 more on a 2⁻¹⁶ tie; the realised probability is ⌊σ·2⁶⁴⌋/2⁶⁴) instead
+/// of one f64 uniform (8 bytes and a conversion per coordinate); log q is
+/// [`DlpProposal::log_prob`].
+pub struct RbmProposal {
     proposal: DlpProposal,
-    mh: bool,
-    n: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    /// ½ g_i (1 − 2x_i) − 1/(2α) per chain and coordinate.
-    logits: Vec<f64>,
-    /// Draw thresholds of the flip probabilities σ(logits), kept with the state so a chain
-    /// that does not move reuses them.
-    thresholds: Vec<Threshold>,
-    log_z: Vec<f64>,
+    /// 1/(2α).
     hinv: f64,
-    // Scratch (no allocation inside `step`).
-    y: Vec<u32>,
-    n_prop: Vec<u32>,
-    y_logits: Vec<f64>,
-    y_sig: Vec<f64>,
-    /// Random bytes of one chain's proposal draw.
+    /// Random bytes of one chain's draw (scratch).
     rbuf: Vec<u8>,
 }
 
-impl<'t> RbmDlpChains<'t> {
-    /// Chains started at `x0` (n × d bits) on a target with the RBM capability; `proposal`
-    /// must have no preconditioner.
-    pub fn new(target: &'t dyn Target, proposal: DlpProposal, mh: bool, x0: &[u32]) -> Result<Self, SamplerError> {
-        let name = if mh { "dmala" } else { "dula" };
-        let rbm = target.capabilities().rbm.ok_or_else(|| SamplerError::Unsupported {
-            sampler: name.into(),
-            message: "the RBM kernel needs a target with the RBM capability".into(),
-        })?;
-        Self::from_view(target.space(), rbm, proposal, mh, x0)
+/// What an RBM DLP chain caches of its state.
+pub struct RbmDlpCache {
+    /// ½ g_i (1 − 2x_i) − 1/(2α) per coordinate.
+    pub logits: Vec<f64>,
+    /// σ(logits), the flip probabilities.
+    sig: Vec<f64>,
+    /// Draw thresholds of `sig`, set when a chain moves to the state (a rejected proposal's
+    /// are never needed).
+    thresholds: Vec<Threshold>,
+    log_z: f64,
+}
+
+impl Proposal for RbmProposal {
+    type Cache = RbmDlpCache;
+
+    fn new_cache(&self, space: &Space) -> RbmDlpCache {
+        let d = space.d;
+        RbmDlpCache { logits: vec![0.0; d], sig: vec![0.0; d], thresholds: vec![Threshold::default(); d], log_z: 0.0 }
     }
 
-    /// [`RbmDlpChains::new`] from the target's space and RBM view.
-    pub(crate) fn from_view(
-        space: &'t Space,
-        rbm: RbmView<'t>,
-        proposal: DlpProposal,
-        mh: bool,
-        x0: &[u32],
-    ) -> Result<Self, SamplerError> {
-        space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let name = if mh { "dmala" } else { "dula" };
-        proposal.check_space(space).map_err(|message| SamplerError::BadParameter { sampler: name.into(), message })?;
-        let d = rbm.d;
-        let n = x0.len() / d;
-        if n == 0 {
-            return Err(SamplerError::BadInitialState("no chains".into()));
+    fn prepare(&self, _space: &Space, x: &[u32], grad: &[f64], c: &mut RbmDlpCache) {
+        c.log_z = binary_logits(x, grad, self.hinv, &mut c.logits, &mut c.sig);
+    }
+
+    fn adopt(&self, c: &mut RbmDlpCache) {
+        set_thresholds(&mut c.thresholds, &c.sig);
+    }
+
+    fn draw(&mut self, space: &Space, x: &[u32], c: &RbmDlpCache, rng: &mut ChainRng, y: &mut [u32]) -> u32 {
+        // Flip i iff a uniform is below σ(ℓ_i), decided by the two-stage integer test.
+        let bytes = &mut self.rbuf[..2 * space.d];
+        rng.fill_bytes(bytes);
+        let mut k = 0;
+        for (((yi, &xi), t), r) in y.iter_mut().zip(x).zip(&c.thresholds).zip(bytes.chunks_exact(2)) {
+            let r16 = u16::from_le_bytes([r[0], r[1]]);
+            let flip = if r16 != t.hi { r16 < t.hi } else { (rng.next_u64() >> 16) < t.lo };
+            *yi = xi ^ flip as u32;
+            k += flip as u32;
         }
-        let cache = RbmCache::with_precision(rbm, x0, proposal.has_f32_gradient());
-        let mut c = RbmDlpChains {
-            space,
-            f: cache.f_y[..n].to_vec(),
-            cache,
-            proposal,
-            mh,
-            n,
-            x: x0.to_vec(),
-            logits: vec![0.0; n * d],
-            thresholds: vec![Threshold::default(); n * d],
-            log_z: vec![0.0; n],
-            hinv: 0.0,
-            y: x0.to_vec(),
-            n_prop: vec![0; n],
-            y_logits: vec![0.0; d],
-            y_sig: vec![0.0; d],
-            rbuf: vec![0; 2 * d],
-        };
-        c.hinv = c.proposal.half_inv_step(0);
-        for j in 0..n {
-            c.log_z[j] = binary_logits(
-                &c.x[j * d..(j + 1) * d],
-                &c.cache.g_y[j * d..(j + 1) * d],
-                c.hinv,
-                &mut c.logits[j * d..(j + 1) * d],
-                &mut c.y_sig,
-            );
-            set_thresholds(&mut c.thresholds[j * d..(j + 1) * d], &c.y_sig);
-        }
-        Ok(c)
+        k
+    }
+
+    fn log_prob(&self, space: &Space, from: &[u32], to: &[u32], c: &RbmDlpCache) -> f64 {
+        self.proposal.log_prob(space, from, to, &c.logits, c.log_z)
     }
 }
 
-impl Chains for RbmDlpChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.n
+/// f and ∇f of the proposals from the chains' cached pre-activations ([`RbmCache`]): one
+/// matrix product per step over the moving chains.
+pub struct RbmEval<'t> {
+    cache: RbmCache<'t>,
+    d: usize,
+    ys: Vec<u32>,
+}
+
+impl Evaluator for RbmEval<'_> {
+    fn grad_len(&self) -> usize {
+        self.d
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
-    #[allow(clippy::needless_range_loop)]
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.space;
-        let d = space.d;
-        // 1. Proposals, exactly as the generic chains draw them; moving chains are packed
-        //    into rows 0..rows with their updated pre-activations.
-        let mut rows = 0;
-        for j in 0..self.n {
-            let x = &self.x[j * d..(j + 1) * d];
-            let y = &mut self.y[rows * d..(rows + 1) * d];
-            // Flip i iff a uniform is below σ(ℓ_i), decided by the two-stage integer test of
-            // `fast::Threshold` (2 random bytes per coordinate, 6 more on a 2⁻¹⁶ tie; the
-            // realised probability is ⌊σ·2⁶⁴⌋/2⁶⁴) instead of one f64 uniform (8 bytes and a
-            // conversion per coordinate).
-            let bytes = &mut self.rbuf[..2 * d];
-            rngs[j].fill_bytes(bytes);
-            let mut k = 0;
-            for (((yi, &xi), t), r) in
-                y.iter_mut().zip(x).zip(&self.thresholds[j * d..(j + 1) * d]).zip(bytes.chunks_exact(2))
-            {
-                let r16 = u16::from_le_bytes([r[0], r[1]]);
-                let flip = if r16 != t.hi { r16 < t.hi } else { (rngs[j].next_u64() >> 16) < t.lo };
-                *yi = xi ^ flip as u32;
-                k += flip as u32;
-            }
-            self.n_prop[j] = k;
-            if k > 0 {
-                self.cache.propose(j, rows, x, y);
-                rows += 1;
-            }
-        }
-        // 2. f and ∇f of every moving proposal: one matrix product.
-        if rows > 0 {
-            self.cache.evaluate(rows);
-        }
-        // 3. Acceptance, as in the generic chains.
-        let mut r = 0;
-        for j in 0..self.n {
-            let k = self.n_prop[j];
-            if k == 0 {
-                info[j] = StepInfo::stayed();
-                continue;
-            }
-            let y = &self.y[r * d..(r + 1) * d];
-            let g_y = &self.cache.g_y[r * d..(r + 1) * d];
-            let f_y = self.cache.f_y[r];
-            let x = &self.x[j * d..(j + 1) * d];
-            let (accepted, accept_prob) = if self.mh {
-                let log_z_y = binary_logits(y, g_y, self.hinv, &mut self.y_logits, &mut self.y_sig);
-                let fwd = self.proposal.log_prob(space, x, y, &self.logits[j * d..(j + 1) * d], self.log_z[j]);
-                let rev = self.proposal.log_prob(space, y, x, &self.y_logits, log_z_y);
-                let out = mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j]);
-                if out.0 {
-                    self.logits[j * d..(j + 1) * d].copy_from_slice(&self.y_logits);
-                    set_thresholds(&mut self.thresholds[j * d..(j + 1) * d], &self.y_sig);
-                    self.log_z[j] = log_z_y;
-                }
-                out
-            } else {
-                (true, 1.0)
-            };
-            if accepted {
-                self.x[j * d..(j + 1) * d].copy_from_slice(y);
-                self.f[j] = f_y;
-                if !self.mh {
-                    self.log_z[j] = binary_logits(
-                        &self.x[j * d..(j + 1) * d],
-                        g_y,
-                        self.hinv,
-                        &mut self.logits[j * d..(j + 1) * d],
-                        &mut self.y_sig,
-                    );
-                    set_thresholds(&mut self.thresholds[j * d..(j + 1) * d], &self.y_sig);
-                }
-                self.cache.accept(j, r);
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, k);
-            r += 1;
-        }
+    /// [`RbmCache::with_precision`] has evaluated the starting states as rows 0..n.
+    fn start(&mut self, x0: &[u32], f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
+        let n = x0.len() / self.d;
+        f.copy_from_slice(&self.cache.f_y[..n]);
+        grad.copy_from_slice(&self.cache.g_y[..n * self.d]);
         Ok(())
     }
+
+    fn current(&mut self, _x: &[u32], _b: Batch<'_>, _f: &mut [f64], _g: &mut [f64]) -> Result<(), EvalError> {
+        // The RBM path runs with exact gradients (`Caching::Keep`); an RBM has no data items.
+        Err(EvalError::NoData)
+    }
+
+    fn stage(&mut self, chain: usize, row: usize, x: &[u32], y: &[u32]) {
+        self.ys[row * self.d..(row + 1) * self.d].copy_from_slice(y);
+        self.cache.propose(chain, row, x, y);
+    }
+
+    fn evaluate(&mut self, rows: usize, _batch: Batch<'_>) -> Result<(), EvalError> {
+        self.cache.evaluate(rows);
+        Ok(())
+    }
+
+    fn row(&self, r: usize) -> (&[u32], f64, &[f64]) {
+        let d = self.d;
+        (&self.ys[r * d..(r + 1) * d], self.cache.f_y[r], &self.cache.g_y[r * d..(r + 1) * d])
+    }
+
+    fn accept(&mut self, chain: usize, row: usize) {
+        self.cache.accept(chain, row);
+    }
+}
+
+/// DULA / DMALA chains on an RBM with cached pre-activations: the one MH kernel
+/// ([`crate::mh`]) with the RBM's proposal draw and evaluator.
+pub type RbmDlpChains<'t> = MhChains<'t, RbmProposal, RbmEval<'t>>;
+
+/// Chains started at `x0` (n × d bits) on a target with the RBM capability; `proposal`
+/// must have no preconditioner.
+pub fn rbm_chains<'t>(
+    target: &'t dyn Target,
+    proposal: DlpProposal,
+    mh: bool,
+    x0: &[u32],
+) -> Result<RbmDlpChains<'t>, SamplerError> {
+    let name = if mh { "dmala" } else { "dula" };
+    let rbm = target.capabilities().rbm.ok_or_else(|| SamplerError::Unsupported {
+        sampler: name.into(),
+        message: "the RBM kernel needs a target with the RBM capability".into(),
+    })?;
+    rbm_chains_from_view(target.space(), rbm, proposal, mh, x0)
+}
+
+/// [`rbm_chains`] from the target's space and RBM view.
+pub(crate) fn rbm_chains_from_view<'t>(
+    space: &'t Space,
+    rbm: RbmView<'t>,
+    proposal: DlpProposal,
+    mh: bool,
+    x0: &[u32],
+) -> Result<RbmDlpChains<'t>, SamplerError> {
+    space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+    let name = if mh { "dmala" } else { "dula" };
+    proposal.check_space(space).map_err(|message| SamplerError::BadParameter { sampler: name.into(), message })?;
+    let d = rbm.d;
+    let n = x0.len() / d;
+    if n == 0 {
+        return Err(SamplerError::BadInitialState("no chains".into()));
+    }
+    let eval = RbmEval { cache: RbmCache::with_precision(rbm, x0, proposal.has_f32_gradient()), d, ys: vec![0; n * d] };
+    let hinv = proposal.half_inv_step(0);
+    let proposal = RbmProposal { proposal, hinv, rbuf: vec![0; 2 * d] };
+    MhChains::new(space, proposal, eval, mh, Caching::Keep, x0).map_err(start_error)
 }
 
 #[cfg(test)]
@@ -491,7 +456,7 @@ pub(crate) mod tests {
         assert!(crate::fast::dlp_fast_path(&p, true, &model, &[0; 3]).unwrap().is_some());
         assert!(crate::fast::dlp_fast_path(&p, true, &crate::fast::Generic(&r), &[0; 3]).unwrap().is_none());
         assert!(matches!(
-            RbmDlpChains::new(&crate::fast::Generic(&r), p, true, &[0; 3]),
+            rbm_chains(&crate::fast::Generic(&r), p, true, &[0; 3]),
             Err(SamplerError::Unsupported { .. })
         ));
     }
@@ -599,17 +564,16 @@ pub(crate) mod tests {
         let x0: Vec<u32> = (0..6 * 30).map(|i| (i % 4 == 1) as u32).collect();
         let moved = check_cached_f(sampler.as_ref(), &r, &x0, 300);
         assert!(moved > 100, "the chains hardly moved ({moved})");
-        let ch =
-            RbmDlpChains::new(&r, DlpProposal::new(0.5, None).unwrap().single_precision_gradient(), true, &x0).unwrap();
+        let ch = rbm_chains(&r, DlpProposal::new(0.5, None).unwrap().single_precision_gradient(), true, &x0).unwrap();
         let mut g = vec![0.0; 30];
         for (j, x) in x0.chunks(30).enumerate() {
             r.log_density_grad(x, &mut g);
             let scale = g.iter().fold(1.0f64, |m, v| m.max(v.abs()));
             for i in 0..30 {
                 let want = 0.5 * (g[i] as f32 as f64) * (1.0 - 2.0 * x[i] as f64) - 1.0;
-                let got = ch.logits[j * 30 + i];
+                let got = ch.cache(j).logits[i];
                 assert!((got - want).abs() < 1e-5 * scale, "chain {j} site {i}: {got} vs {want}");
-                let gy = ch.cache.g_y[j * 30 + i];
+                let gy = ch.grads()[j * 30 + i];
                 assert_eq!(gy as f32 as f64, gy, "chain {j} site {i}: gradient not rounded to f32");
             }
         }

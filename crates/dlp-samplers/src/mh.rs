@@ -1,0 +1,460 @@
+//! The one Metropolis–Hastings kernel of the gradient-proposal samplers (BlackJAX's
+//! proposal/kernel split): a [`Proposal`] says how to draw y ~ q(·|x) and score log q from
+//! what it caches of (x, ∇f(x)); an [`Evaluator`] says where f and ∇f of the proposals come
+//! from; [`MhChains`] is the chain state (x, f(x), ∇f(x) and the proposal's cache per chain)
+//! with the step written once: draw every chain's proposal, evaluate the moving ones in one
+//! batch, then per chain the MH test (or, unadjusted, acceptance) and the cache update.
+//! [`exact_row`] is the same kernel's exact transition row, for the exact suite.
+//!
+//! Users: DULA/DMALA and their variants ([`crate::dlp`]), DLMC/DLMCF ([`crate::dlmc`]), the
+//! cyclical samplers ([`crate::acs`], switching the proposal between steps with
+//! [`MhChains::set_proposal`]), SG-DLP ([`crate::sgdlp`], [`Caching::Refresh`]: every step
+//! re-evaluates the current states on its minibatch) and the RBM fast path
+//! ([`crate::fast::rbm`]: its own evaluator, from cached hidden pre-activations, and its own
+//! draw tables). The lattice Ising fast path ([`crate::fast::ising`]) is not built on it: it
+//! steps chains through integer class statistics, with no f or ∇f to cache.
+
+use crate::dlp::proposal::log_accept_ratio;
+use crate::proposal::{accept_prob, mh_accept};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, Space, StepInfo, Target, Transition};
+
+/// A proposal q(y|x) that depends on the current state only through x and what
+/// [`Proposal::prepare`] derives from (x, ∇f(x)) into a per-chain cache.
+pub trait Proposal: Send {
+    /// What a chain keeps of its current state for drawing and scoring (logits, normalisers).
+    type Cache: Send;
+
+    /// An unfilled cache for states of `space`.
+    fn new_cache(&self, space: &Space) -> Self::Cache;
+
+    /// Fills `cache` for the state `x` with gradient `grad` (`space.grad_len()` entries).
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], cache: &mut Self::Cache);
+
+    /// Completes a prepared cache when a chain moves to its state (what only drawing from the
+    /// state needs, e.g. the RBM path's draw tables; the default does nothing). Called after
+    /// [`Proposal::prepare`] for every cache a chain draws from, never for a rejected proposal.
+    fn adopt(&self, _cache: &mut Self::Cache) {}
+
+    /// Draws y ~ q(·|x) into `y` from `x`'s cache; returns how many coordinates differ from
+    /// x. `&mut self` lets a proposal keep scratch (no allocation inside a step).
+    fn draw(&mut self, space: &Space, x: &[u32], cache: &Self::Cache, rng: &mut ChainRng, y: &mut [u32]) -> u32;
+
+    /// log q(to | from), `cache` being `from`'s.
+    fn log_prob(&self, space: &Space, from: &[u32], to: &[u32], cache: &Self::Cache) -> f64;
+}
+
+/// Where a step's proposals get f and ∇f: the target's batched oracle ([`TargetEval`]) or a
+/// model-specific incremental cache (the RBM path's pre-activations).
+pub trait Evaluator: Send {
+    /// Gradient entries per state it writes: `space.grad_len()`, or 0 for an evaluator of
+    /// values only (gradient-free proposals such as [`crate::rwm`]).
+    fn grad_len(&self) -> usize;
+
+    /// f and ∇f of the chains' starting states `x0` (n × d) into `f` and `grad`.
+    fn start(&mut self, x0: &[u32], f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError>;
+
+    /// f̂ and ∇f̂ of the current states on `batch` ([`Caching::Refresh`] only).
+    fn current(&mut self, x: &[u32], batch: Batch<'_>, f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError>;
+
+    /// Stages the proposal `y` of chain `chain` (now at `x`) as row `row` of the next
+    /// [`Evaluator::evaluate`].
+    fn stage(&mut self, chain: usize, row: usize, x: &[u32], y: &[u32]);
+
+    /// f and ∇f of staged rows 0..rows on `batch`.
+    fn evaluate(&mut self, rows: usize, batch: Batch<'_>) -> Result<(), EvalError>;
+
+    /// Row `r` of the last evaluation: (state, f, ∇f).
+    fn row(&self, r: usize) -> (&[u32], f64, &[f64]);
+
+    /// Chain `chain` moved to the state of row `row` (per-chain caches follow; default: none).
+    fn accept(&mut self, _chain: usize, _row: usize) {}
+
+    /// N, the data items of a sum-over-data target (minibatch accounting; default: none).
+    fn n_data(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The generic evaluator: [`Target::evaluate`] on the packed rows (one call per step), with
+/// gradients or (for gradient-free proposals) values only.
+pub struct TargetEval<'t> {
+    target: &'t dyn Target,
+    d: usize,
+    gl: usize,
+    ys: Vec<u32>,
+    f: Vec<f64>,
+    g: Vec<f64>,
+}
+
+impl<'t> TargetEval<'t> {
+    /// f and ∇f, room for `n` rows of `target`'s space.
+    pub fn new(target: &'t dyn Target, n: usize) -> Self {
+        Self::with_gradients(target, n, true)
+    }
+
+    /// f only (no gradient evaluation), room for `n` rows.
+    pub fn values_only(target: &'t dyn Target, n: usize) -> Self {
+        Self::with_gradients(target, n, false)
+    }
+
+    fn with_gradients(target: &'t dyn Target, n: usize, gradients: bool) -> Self {
+        let space = target.space();
+        let (d, gl) = (space.d, if gradients { space.grad_len() } else { 0 });
+        TargetEval { target, d, gl, ys: vec![0; n * d], f: vec![0.0; n], g: vec![0.0; n * gl] }
+    }
+
+    fn grad_out<'a>(&self, g: &'a mut [f64]) -> Option<&'a mut [f64]> {
+        (self.gl > 0).then_some(g)
+    }
+}
+
+impl Evaluator for TargetEval<'_> {
+    fn grad_len(&self) -> usize {
+        self.gl
+    }
+
+    fn start(&mut self, x0: &[u32], f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
+        if self.gl == 0 {
+            return self.target.evaluate(x0, Batch::Full, f, None);
+        }
+        // The infallible batch method, as the chains have always started (a device target
+        // parks an error for the runner's first check).
+        self.target.log_density_grad_batch(x0, f, grad);
+        Ok(())
+    }
+
+    fn current(&mut self, x: &[u32], batch: Batch<'_>, f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
+        let grad = self.grad_out(grad);
+        self.target.evaluate(x, batch, f, grad)
+    }
+
+    fn stage(&mut self, _chain: usize, row: usize, _x: &[u32], y: &[u32]) {
+        self.ys[row * self.d..(row + 1) * self.d].copy_from_slice(y);
+    }
+
+    fn evaluate(&mut self, rows: usize, batch: Batch<'_>) -> Result<(), EvalError> {
+        let (d, gl) = (self.d, self.gl);
+        let g = (gl > 0).then_some(&mut self.g[..rows * gl]);
+        self.target.evaluate(&self.ys[..rows * d], batch, &mut self.f[..rows], g)
+    }
+
+    fn row(&self, r: usize) -> (&[u32], f64, &[f64]) {
+        let (d, gl) = (self.d, self.gl);
+        (&self.ys[r * d..(r + 1) * d], self.f[r], &self.g[r * gl..(r + 1) * gl])
+    }
+
+    fn n_data(&self) -> Option<usize> {
+        self.target.n_data()
+    }
+}
+
+/// An evaluation error at the chains' start, as a start error.
+pub fn start_error(e: EvalError) -> SamplerError {
+    SamplerError::BadInitialState(e.to_string())
+}
+
+/// How long a chain's f(x), ∇f(x) and proposal cache stay valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caching {
+    /// Until the chain moves (exact gradients): a step evaluates only the proposals that
+    /// move, and an accepted one brings its f, ∇f and cache along.
+    Keep,
+    /// One step (stochastic gradients, [`crate::sgdlp`]): every step evaluates the current
+    /// states on its minibatch first; with the MH test it evaluates every chain's proposal on
+    /// the same minibatch (moving or not, as the official code does: one fixed batch shape),
+    /// without it none; f and ∇f are never carried over.
+    Refresh,
+}
+
+/// Running chains of one [`Proposal`] under the MH test (`mh`) or without it (unadjusted):
+/// x, f(x), ∇f(x) and the proposal cache per chain, plus scratch (no allocation inside a
+/// step).
+pub struct MhChains<'t, P: Proposal, E: Evaluator = TargetEval<'t>> {
+    space: &'t Space,
+    proposal: P,
+    eval: E,
+    mh: bool,
+    caching: Caching,
+    n: usize,
+    /// Gradient entries per state (0: gradient-free).
+    gl: usize,
+    x: Vec<u32>,
+    f: Vec<f64>,
+    grad: Vec<f64>,
+    caches: Vec<P::Cache>,
+    // Scratch.
+    y: Vec<u32>,
+    y_cache: P::Cache,
+    n_prop: Vec<u32>,
+}
+
+impl<'t, P: Proposal> MhChains<'t, P> {
+    /// Chains on `target` started at the rows of `x0` (already checked against the space),
+    /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start becomes
+    /// [`SamplerError::BadInitialState`].
+    pub fn on_target(
+        target: &'t dyn Target,
+        proposal: P,
+        mh: bool,
+        caching: Caching,
+        x0: &[u32],
+    ) -> Result<Self, SamplerError> {
+        let eval = TargetEval::new(target, x0.len() / target.space().d);
+        Self::new(target.space(), proposal, eval, mh, caching, x0).map_err(start_error)
+    }
+}
+
+impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
+    /// Chains started at the rows of `x0` (n × d, at least one row, already checked against
+    /// `space`). [`Caching::Keep`] evaluates and prepares them now; [`Caching::Refresh`] at
+    /// each step.
+    pub fn new(
+        space: &'t Space,
+        proposal: P,
+        mut eval: E,
+        mh: bool,
+        caching: Caching,
+        x0: &[u32],
+    ) -> Result<Self, EvalError> {
+        let (d, gl) = (space.d, eval.grad_len());
+        let n = x0.len() / d;
+        let (mut f, mut grad) = (vec![0.0; n], vec![0.0; n * gl]);
+        let mut caches: Vec<P::Cache> = (0..n).map(|_| proposal.new_cache(space)).collect();
+        if caching == Caching::Keep {
+            eval.start(x0, &mut f, &mut grad)?;
+            for (j, c) in caches.iter_mut().enumerate() {
+                proposal.prepare(space, &x0[j * d..(j + 1) * d], &grad[j * gl..(j + 1) * gl], c);
+                proposal.adopt(c);
+            }
+        }
+        let y_cache = proposal.new_cache(space);
+        Ok(MhChains {
+            space,
+            proposal,
+            eval,
+            mh,
+            caching,
+            n,
+            gl,
+            x: x0.to_vec(),
+            f,
+            grad,
+            caches,
+            y: vec![0; d],
+            y_cache,
+            n_prop: vec![0; n],
+        })
+    }
+
+    /// The proposal.
+    pub fn proposal(&self) -> &P {
+        &self.proposal
+    }
+
+    /// Replaces the proposal and re-prepares every chain's cache from its cached ∇f (no model
+    /// evaluation). Cyclical DLP ([`crate::acs`]) calls it before each step whose phase
+    /// changes (α, β).
+    pub fn set_proposal(&mut self, proposal: P) {
+        self.proposal = proposal;
+        let (d, gl) = (self.space.d, self.gl);
+        for (j, c) in self.caches.iter_mut().enumerate() {
+            self.proposal.prepare(self.space, &self.x[j * d..(j + 1) * d], &self.grad[j * gl..(j + 1) * gl], c);
+            self.proposal.adopt(c);
+        }
+    }
+
+    /// Cached gradients ∇f of the current states, `n × grad_len`.
+    pub fn grads(&self) -> &[f64] {
+        &self.grad
+    }
+
+    /// Chain `j`'s proposal cache.
+    pub fn cache(&self, j: usize) -> &P::Cache {
+        &self.caches[j]
+    }
+
+    /// One step with the exact gradients ([`Caching::Keep`]).
+    // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
+    #[allow(clippy::needless_range_loop)]
+    fn step_keep(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) -> Result<(), EvalError> {
+        let space = self.space;
+        let (d, gl) = (space.d, self.gl);
+        let mut rows = 0;
+        for j in 0..self.n {
+            let x = &self.x[j * d..(j + 1) * d];
+            let k = self.proposal.draw(space, x, &self.caches[j], &mut rngs[j], &mut self.y);
+            self.n_prop[j] = k;
+            if k > 0 {
+                self.eval.stage(j, rows, x, &self.y);
+                rows += 1;
+            }
+        }
+        if rows > 0 {
+            self.eval.evaluate(rows, Batch::Full)?;
+        }
+        let mut r = 0;
+        for j in 0..self.n {
+            let k = self.n_prop[j];
+            if k == 0 {
+                info[j] = StepInfo::stayed();
+                continue;
+            }
+            let (y, f_y, g_y) = self.eval.row(r);
+            let x = &mut self.x[j * d..(j + 1) * d];
+            let (accepted, p) = if self.mh {
+                self.proposal.prepare(space, y, g_y, &mut self.y_cache);
+                let fwd = self.proposal.log_prob(space, x, y, &self.caches[j]);
+                let rev = self.proposal.log_prob(space, y, x, &self.y_cache);
+                mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
+            } else {
+                (true, 1.0)
+            };
+            if accepted {
+                x.copy_from_slice(y);
+                self.f[j] = f_y;
+                self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
+                let cache = &mut self.caches[j];
+                if self.mh {
+                    std::mem::swap(cache, &mut self.y_cache);
+                } else {
+                    self.proposal.prepare(space, x, g_y, cache);
+                }
+                self.proposal.adopt(cache);
+                self.eval.accept(j, r);
+            }
+            info[j] = StepInfo { grad_evals: (gl > 0) as u32, ..StepInfo::evaluated(accepted, p, k) };
+            r += 1;
+        }
+        Ok(())
+    }
+
+    /// One step on the minibatch `batch` ([`Caching::Refresh`]). A minibatch evaluation of n
+    /// states counts n density and n gradient evaluations and n·B data items.
+    #[allow(clippy::needless_range_loop)]
+    fn step_refresh(
+        &mut self,
+        rngs: &mut [ChainRng],
+        info: &mut [StepInfo],
+        batch: Batch<'_>,
+    ) -> Result<(), EvalError> {
+        let space = self.space;
+        let (d, gl) = (space.d, self.gl);
+        let items = batch.n_items(self.eval.n_data());
+        self.eval.current(&self.x, batch, &mut self.f, &mut self.grad)?;
+        for j in 0..self.n {
+            let (x, cache) = (&self.x[j * d..(j + 1) * d], &mut self.caches[j]);
+            self.proposal.prepare(space, x, &self.grad[j * gl..(j + 1) * gl], cache);
+            self.proposal.adopt(cache);
+            self.n_prop[j] = self.proposal.draw(space, x, cache, &mut rngs[j], &mut self.y);
+            if self.mh {
+                self.eval.stage(j, j, x, &self.y);
+            } else {
+                // Unadjusted: the move is taken now; nothing about y is needed before the
+                // next step evaluates it on its own minibatch.
+                self.x[j * d..(j + 1) * d].copy_from_slice(&self.y);
+            }
+        }
+        if self.mh {
+            self.eval.evaluate(self.n, batch)?;
+        }
+        let evals = if self.mh { 2 } else { 1 };
+        for j in 0..self.n {
+            let k = self.n_prop[j];
+            let mut rec = StepInfo {
+                accepted: true,
+                accept_prob: 1.0,
+                n_proposed: k,
+                n_changed: k,
+                density_evals: evals,
+                grad_evals: evals,
+                data_evals: evals * items,
+            };
+            if self.mh && k > 0 {
+                let (y, f_y, g_y) = self.eval.row(j);
+                let x = &mut self.x[j * d..(j + 1) * d];
+                self.proposal.prepare(space, y, g_y, &mut self.y_cache);
+                let fwd = self.proposal.log_prob(space, x, y, &self.caches[j]);
+                let rev = self.proposal.log_prob(space, y, x, &self.y_cache);
+                let (accepted, p) = mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j]);
+                rec.accepted = accepted;
+                rec.accept_prob = p;
+                rec.n_changed = if accepted { k } else { 0 };
+                if accepted {
+                    x.copy_from_slice(y);
+                }
+            }
+            info[j] = rec;
+        }
+        Ok(())
+    }
+}
+
+impl<P: Proposal, E: Evaluator> Chains for MhChains<'_, P, E> {
+    fn n_chains(&self) -> usize {
+        self.n
+    }
+
+    fn positions(&self) -> &[u32] {
+        &self.x
+    }
+
+    /// f of the current states ([`Caching::Keep`]; with stochastic gradients there is none
+    /// that stays valid).
+    fn log_densities(&self) -> Option<&[f64]> {
+        (self.caching == Caching::Keep).then_some(&self.f[..])
+    }
+
+    /// [`Caching::Keep`]: per chain the proposal's draw (its uniforms), then one batched
+    /// evaluation of the proposals that move (chains whose proposal is x itself are not
+    /// evaluated: unadjusted chains stay, MH chains accept with A = 0 without drawing), then
+    /// (MH) one uniform per moving chain for the test. [`Caching::Refresh`]: see the variant.
+    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], batch: Batch<'_>) -> Result<(), EvalError> {
+        match self.caching {
+            Caching::Keep => self.step_keep(rngs, info),
+            Caching::Refresh => self.step_refresh(rngs, info, batch),
+        }
+    }
+}
+
+/// The exact transition row of the kernel from `x`: unadjusted, every y with q(y|x); with the
+/// MH test, y ≠ x with q(y|x)·min(1, e^A) and x with q(x|x) plus the rejected rest. `eval`
+/// gives f and ∇f of one state (f returned, ∇f written), so that a minibatch row can pass its
+/// batch's estimate. The same [`Proposal`] methods the chains call, over every state.
+pub fn exact_row<P: Proposal>(
+    proposal: &P,
+    mh: bool,
+    space: &Space,
+    x: &[u32],
+    mut eval: impl FnMut(&[u32], &mut [f64]) -> f64,
+) -> Vec<Transition> {
+    let mut grad = vec![0.0; space.grad_len()];
+    let f_x = eval(x, &mut grad);
+    let (mut cache, mut y_cache) = (proposal.new_cache(space), proposal.new_cache(space));
+    proposal.prepare(space, x, &grad, &mut cache);
+    let mut row = Vec::new();
+    let mut stay = 0.0;
+    crate::dlp::proposal::for_each_state(space, |y| {
+        let fwd = proposal.log_prob(space, x, y, &cache);
+        let q = fwd.exp();
+        if y == x {
+            stay += q;
+        } else if !mh {
+            if q > 0.0 {
+                row.push((y.to_vec(), q));
+            }
+        } else if q > 0.0 {
+            let f_y = eval(y, &mut grad);
+            proposal.prepare(space, y, &grad, &mut y_cache);
+            let rev = proposal.log_prob(space, y, x, &y_cache);
+            let a = accept_prob(log_accept_ratio(f_x, f_y, fwd, rev));
+            if q * a > 0.0 {
+                row.push((y.to_vec(), q * a));
+            }
+            stay += q * (1.0 - a);
+        }
+    });
+    if stay > 0.0 {
+        row.push((x.to_vec(), stay));
+    }
+    row
+}
