@@ -140,6 +140,8 @@ fn bad_input_is_one_error_line_and_exit_2() {
         (vec!["--sampler", "pdula", "--step-size", "0.5", "--preconditioner", "1,2"], "--preconditioner"),
         (vec!["--sampler", "dula", "--step-size", "0.5", "--output", "/no/such/dir/r.json"], "--output"),
         (vec!["--step-size", "0.5"], "--sampler"),
+        // Refused by the sampler's own start (r < d depends on the model), not row by row.
+        (vec!["--sampler", "rwm", "--step-size", "50"], "must be below d"),
     ];
     for (args, needle) in rows {
         let mut args = args;

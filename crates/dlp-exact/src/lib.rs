@@ -86,4 +86,7 @@ pub enum ExactError {
     /// The target could not be evaluated (no minibatch estimates, a device error).
     #[error(transparent)]
     Eval(#[from] dlp_core::EvalError),
+    /// The sampler refuses to run on this model (its `start` error).
+    #[error(transparent)]
+    Refused(dlp_core::SamplerError),
 }

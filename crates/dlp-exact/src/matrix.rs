@@ -28,6 +28,10 @@ pub fn kernel_matrix(target: &dyn Target, sampler: &dyn Sampler, phase: usize) -
         return Err(ExactError::NoExactKernel(sampler.name()));
     }
     let states = all_states(space, MAX_MATRIX_STATES)?;
+    // One chain started at the first state: the sampler refuses here, with its own message,
+    // what it refuses to run on this model (a parameter bound that depends on d, a domain it
+    // does not support), instead of the rows failing one by one.
+    sampler.start(target, &states[..space.d]).map_err(ExactError::Refused)?;
     let d = space.d;
     let rows: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
