@@ -5,8 +5,8 @@
 //!
 //! Everything is f64 on the CPU device and every random number comes from the caller's seeded
 //! stream (the Gumbel noise, z, the initial weights), so a seed gives the same run.
-//! Networks are plain matmul + ReLU layers on candle [`Var`]s; Adam (Kingma & Ba) is written
-//! out here because it is five tensor lines on those `Var`s and candle-nn is not a dependency.
+//! Networks are plain matmul + ReLU layers on candle [`Var`]s, trained by the tensor Adam of
+//! [`crate::train::Adam`].
 
 use candle_core::{D, Device, Result, Tensor, Var};
 use dlp_core::ChainRng;
@@ -194,10 +194,11 @@ impl RankOneFamily for Mixture {
     }
 }
 
-/// Adam on candle variables (β₁ = 0.9, β₂ = 0.999, ε = 1e−8).
+/// Adam on candle variables: the moments and step count of [`crate::train::Adam`]'s update
+/// (β₁ = 0.9, β₂ = 0.999, ε = 1e−8, no weight decay) for one list of variables.
 pub struct Adam {
     lr: f64,
-    t: i32,
+    t: usize,
     m: Vec<Tensor>,
     v: Vec<Tensor>,
 }
@@ -214,19 +215,16 @@ impl Adam {
         })
     }
 
-    /// One step from the gradients of `loss`.
+    /// One step from the gradients of `loss` (a variable without a gradient keeps its value and
+    /// moments; the step count advances for all).
     pub fn step(&mut self, vars: &[Var], loss: &Tensor) -> Result<()> {
         let grads = loss.backward()?;
-        self.t += 1;
-        let (b1, b2) = (0.9f64, 0.999f64);
-        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
+        let adam = crate::train::Adam::default();
         for (k, var) in vars.iter().enumerate() {
             let Some(g) = grads.get(var.as_tensor()) else { continue };
-            self.m[k] = ((&self.m[k] * b1)? + (g * (1.0 - b1))?)?;
-            self.v[k] = ((&self.v[k] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-            let step = ((&self.m[k] / c1)? / ((&self.v[k] / c2)?.sqrt()? + 1e-8)?)?;
-            var.set(&(var.as_tensor() - (step * self.lr)?)?)?;
+            adam.step(var, g, &mut self.m[k], &mut self.v[k], self.t, self.lr, 0.0)?;
         }
+        self.t += 1;
         Ok(())
     }
 }

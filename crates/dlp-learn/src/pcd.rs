@@ -14,7 +14,8 @@
 //! law under any rotation, so the rotation is applied to every sampler.
 
 use crate::rbm::iteration_seed;
-use crate::{Adam, LearnError, bad};
+use crate::{LearnError, bad};
+use dlp_core::optim::Adam;
 use dlp_core::rng::{ChainRng, chain_rng, setup_rng};
 use dlp_core::{RunOptions, Sampler, Space, Target, run_chains};
 use ndarray::linalg::general_mat_mul;
