@@ -5,6 +5,7 @@
 //! X̂ at the test entries from iteration 1, spec §4 [R]).
 
 use anyhow::{Context, Result, anyhow, bail};
+use dlp_core::draw::standard_normal;
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::Transform;
 use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
@@ -147,14 +148,8 @@ pub fn run_curve(
     let rbar = model.value.iter().sum::<f64>() / model.value.len() as f64;
     let base = (rbar / model.rank as f64).sqrt();
     let mut rng = setup_rng(derive_seed(seed, &[9]));
-    // |N(0, 1)| by Box–Muller (one draw per entry; this crate does not depend on rand_distr).
-    let x0: Vec<f64> = (0..model.dim())
-        .map(|_| {
-            let (u, v): (f64, f64) = (rng.random(), rng.random());
-            let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
-            base * (1.0 + 0.1 * z.abs())
-        })
-        .collect();
+    // |N(0, 1)|, one draw per entry (the shared formula keeps the published start).
+    let x0: Vec<f64> = (0..model.dim()).map(|_| base * (1.0 + 0.1 * standard_normal(&mut rng).abs())).collect();
     let o = crate::on_caller_pool(seed);
     let held: Vec<(u32, u32, f64)> = valid.iter().chain(test).copied().collect();
     let out = run_continuous(s, model, &x0, iters, &o, |_, _| Predictive {

@@ -10,6 +10,7 @@
 
 use candle_core::{D, Device, Result, Tensor, Var};
 use dlp_core::ChainRng;
+use dlp_core::draw::standard_normal;
 use rand::RngExt;
 
 /// A dense layer W (in × out), b (out) as trainable variables.
@@ -50,7 +51,7 @@ pub struct RandomNetTarget {
 impl RandomNetTarget {
     /// Draws E ~ N(0, 1) and PyTorch-default layers from `rng`.
     pub fn new(d: usize, l: usize, rng: &mut ChainRng, dev: &Device) -> Result<Self> {
-        let e: Vec<f64> = (0..l * 3).map(|_| normal(rng)).collect();
+        let e: Vec<f64> = (0..l * 3).map(|_| standard_normal(rng)).collect();
         let e = Tensor::from_vec(e, (l, 3), dev)?;
         let layers = vec![
             Layer::torch_default(3 * d, 10, rng, dev)?,
@@ -83,12 +84,6 @@ impl RandomNetTarget {
         let shifted = self.log_density(&mixed.reshape((n * d, d, l))?)?.reshape((n, d))?;
         shifted.broadcast_sub(&base.unsqueeze(1)?)?.exp()?.affine(-1.0, 1.0)
     }
-}
-
-/// One N(0, 1) draw (Box–Muller) from `rng`.
-pub fn normal(rng: &mut ChainRng) -> f64 {
-    let (u1, u2): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// n × D × L Gumbel(0, 1) noise from `rng`.
@@ -133,7 +128,7 @@ pub struct Product {
 impl Product {
     /// θ ~ N(0, 1).
     pub fn new(d: usize, l: usize, rng: &mut ChainRng, dev: &Device) -> Result<Self> {
-        let t: Vec<f64> = (0..d * l).map(|_| normal(rng)).collect();
+        let t: Vec<f64> = (0..d * l).map(|_| standard_normal(rng)).collect();
         Ok(Product { theta: Var::from_tensor(&Tensor::from_vec(t, (d, l), dev)?)? })
     }
 }
@@ -167,7 +162,7 @@ impl Mixture {
             Layer::torch_default(100, 10, rng, dev)?,
             Layer::torch_default(10, 10, rng, dev)?,
         ];
-        let h: Vec<f64> = (0..d * 10 * l).map(|_| normal(rng)).collect();
+        let h: Vec<f64> = (0..d * 10 * l).map(|_| standard_normal(rng)).collect();
         let head = Var::from_tensor(&Tensor::from_vec(h, (d, 10, l), dev)?)?;
         let head_b = Var::from_tensor(&Tensor::zeros((d, l), candle_core::DType::F64, dev)?)?;
         Ok(Mixture { d, dz, layers, head, head_b })
@@ -176,7 +171,7 @@ impl Mixture {
 
 impl RankOneFamily for Mixture {
     fn logits(&self, n: usize, rng: &mut ChainRng, dev: &Device) -> Result<Tensor> {
-        let z: Vec<f64> = (0..n * self.dz).map(|_| normal(rng)).collect();
+        let z: Vec<f64> = (0..n * self.dz).map(|_| standard_normal(rng)).collect();
         let z = Tensor::from_vec(z, (n, self.dz), dev)?;
         let h = self.layers[0].forward(&z)?.relu()?;
         let h = self.layers[1].forward(&h)?.relu()?;
