@@ -28,17 +28,22 @@ pub struct Ratings {
 /// Reads `userId,movieId,rating[,…]` with a header line (the export of `just data movielens`);
 /// ids are mapped to dense indices in order of first appearance.
 pub fn read_ratings(path: &Path) -> Result<Ratings> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let (mut users, mut movies) = (std::collections::HashMap::new(), std::collections::HashMap::new());
     let mut entries = vec![];
-    for (n, line) in text.lines().enumerate().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let bad = || anyhow!("{}:{}: expected userId,movieId,rating, got {line:?}", path.display(), n + 1);
+    for record in reader.records() {
+        let f = record.with_context(|| format!("cannot read {}", path.display()))?;
+        let line = f.position().map_or(0, |p| p.line());
+        let bad = || anyhow!("{}:{line}: expected userId,movieId,rating, got {:?}", path.display(), f.as_slice());
         if f.len() < 3 {
             return Err(bad());
         }
-        let (u, m): (u64, u64) = (f[0].trim().parse().map_err(|_| bad())?, f[1].trim().parse().map_err(|_| bad())?);
-        let r: f64 = f[2].trim().parse().map_err(|_| bad())?;
+        let (u, m): (u64, u64) = (f[0].parse().map_err(|_| bad())?, f[1].parse().map_err(|_| bad())?);
+        let r: f64 = f[2].parse().map_err(|_| bad())?;
         if !(r >= 0.0 && r.is_finite()) {
             return Err(bad());
         }
