@@ -1,6 +1,6 @@
 //! Sweep descriptions: seeds × flag values of one reproduction binary, from flags or a TOML
-//! file, checked against the binary's own `--help` and expanded into a fixed, ordered task
-//! list with content-addressed run ids.
+//! file, checked against the binary's own clap flags ([`FLAGS_ARG`]) and expanded into a
+//! fixed, ordered task list with content-addressed run ids.
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
