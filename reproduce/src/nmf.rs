@@ -11,7 +11,6 @@ use dlp_core::transform::Transform;
 use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
 use dlp_models::nmf::PoissonNmf;
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
-use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::path::Path;
 

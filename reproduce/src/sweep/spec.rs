@@ -345,7 +345,7 @@ mod tests {
     use super::*;
 
     /// A clap command with long flags `names`; those ending in `=` take a value.
-    fn command(names: &[&str]) -> BinaryFlags {
+    fn command(names: &[&'static str]) -> BinaryFlags {
         let cmd = names.iter().fold(clap::Command::new("fig3"), |cmd, n| match n.strip_suffix('=') {
             Some(n) => cmd.arg(clap::Arg::new(n).long(n)),
             None => cmd.arg(clap::Arg::new(*n).long(*n).action(clap::ArgAction::SetTrue)),
