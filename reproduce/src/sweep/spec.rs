@@ -60,6 +60,7 @@ impl BinaryFlags {
             bail!("{} {FLAGS_ARG} failed with {} (not a reproduction binary?)", bin.display(), out.status);
         }
         Self::from_lines(&String::from_utf8_lossy(&out.stdout))
+            .filter(|f| !f.0.is_empty())
             .ok_or_else(|| anyhow!("{} {FLAGS_ARG}: not a flag list (not a reproduction binary?)", bin.display()))
     }
 
