@@ -35,7 +35,16 @@ impl CommonArgs {
 /// The `main` of every reproduction binary: parse the arguments, run, and on failure print one
 /// `error: …` line and exit 2 (bad arguments or an impossible configuration). Files are
 /// written atomically, so a failed run leaves no half-written output.
+/// With [`crate::sweep::spec::FLAGS_ARG`] as its only argument it prints its long flags (for
+/// `sweep`) and exits.
 pub fn main_with<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
+    let mut argv = std::env::args_os().skip(1);
+    if let (Some(a), None) = (argv.next(), argv.next())
+        && a == crate::sweep::spec::FLAGS_ARG
+    {
+        print!("{}", crate::sweep::spec::BinaryFlags::from_command(&A::command()).to_lines());
+        return;
+    }
     if let Err(e) = run(A::parse()) {
         eprintln!("error: {e:#}");
         std::process::exit(2);

@@ -5,12 +5,12 @@
 //! X̂ at the test entries from iteration 1, spec §4 [R]).
 
 use anyhow::{Context, Result, anyhow, bail};
+use dlp_core::draw::standard_normal;
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::Transform;
 use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
 use dlp_models::nmf::PoissonNmf;
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
-use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::path::Path;
 
@@ -27,17 +27,22 @@ pub struct Ratings {
 /// Reads `userId,movieId,rating[,…]` with a header line (the export of `just data movielens`);
 /// ids are mapped to dense indices in order of first appearance.
 pub fn read_ratings(path: &Path) -> Result<Ratings> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let (mut users, mut movies) = (std::collections::HashMap::new(), std::collections::HashMap::new());
     let mut entries = vec![];
-    for (n, line) in text.lines().enumerate().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let bad = || anyhow!("{}:{}: expected userId,movieId,rating, got {line:?}", path.display(), n + 1);
+    for record in reader.records() {
+        let f = record.with_context(|| format!("cannot read {}", path.display()))?;
+        let line = f.position().map_or(0, |p| p.line());
+        let bad = || anyhow!("{}:{line}: expected userId,movieId,rating, got {:?}", path.display(), f.as_slice());
         if f.len() < 3 {
             return Err(bad());
         }
-        let (u, m): (u64, u64) = (f[0].trim().parse().map_err(|_| bad())?, f[1].trim().parse().map_err(|_| bad())?);
-        let r: f64 = f[2].trim().parse().map_err(|_| bad())?;
+        let (u, m): (u64, u64) = (f[0].parse().map_err(|_| bad())?, f[1].parse().map_err(|_| bad())?);
+        let r: f64 = f[2].parse().map_err(|_| bad())?;
         if !(r >= 0.0 && r.is_finite()) {
             return Err(bad());
         }
@@ -147,14 +152,8 @@ pub fn run_curve(
     let rbar = model.value.iter().sum::<f64>() / model.value.len() as f64;
     let base = (rbar / model.rank as f64).sqrt();
     let mut rng = setup_rng(derive_seed(seed, &[9]));
-    // |N(0, 1)| by Box–Muller (one draw per entry; this crate does not depend on rand_distr).
-    let x0: Vec<f64> = (0..model.dim())
-        .map(|_| {
-            let (u, v): (f64, f64) = (rng.random(), rng.random());
-            let z = (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos();
-            base * (1.0 + 0.1 * z.abs())
-        })
-        .collect();
+    // |N(0, 1)|, one draw per entry (the shared formula keeps the published start).
+    let x0: Vec<f64> = (0..model.dim()).map(|_| base * (1.0 + 0.1 * standard_normal(&mut rng).abs())).collect();
     let o = crate::on_caller_pool(seed);
     let held: Vec<(u32, u32, f64)> = valid.iter().chain(test).copied().collect();
     let out = run_continuous(s, model, &x0, iters, &o, |_, _| Predictive {

@@ -185,7 +185,7 @@ fn shipped_sweep_files_expand_against_their_binaries() {
 /// y = seed²) into `--out`, then, for seeds ≥ 1 and unless FAKE_FAST is set, sleeps a minute,
 /// so that a sweep over it can be killed at a known point.
 const FAKE: &str = r#"#!/bin/bash
-if [ "$1" = --help ]; then printf 'Usage: fake [OPTIONS]\n      --seed <SEED>  seed\n      --out <OUT>  dir\n'; exit 0; fi
+if [ "$1" = --sweep-list-flags ]; then printf 'out value\nseed value\n'; exit 0; fi
 while [ $# -gt 0 ]; do case $1 in --seed) seed=$2; shift 2;; --out) out=$2; shift 2;; *) shift;; esac; done
 mkdir -p "$out"; printf 'x,y\n%s,%s\n' "$seed" "$((seed * seed))" > "$out/t.csv"
 if [ "$seed" -ge 1 ] && [ -z "${FAKE_FAST:-}" ]; then sleep 60; fi

@@ -16,14 +16,9 @@ use dlp_models::Rbm;
 use rand::{RngExt, SeedableRng};
 use std::time::Instant;
 
-/// Standard normal draws by Box–Muller (the bench needs no distribution crate).
+/// n draws from N(0, sd²).
 fn normals(n: usize, sd: f64, rng: &mut rand::rngs::StdRng) -> Vec<f64> {
-    (0..n)
-        .map(|_| {
-            let (u, v): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random::<f64>());
-            sd * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-        })
-        .collect()
+    (0..n).map(|_| sd * rng.sample::<f64, _>(rand_distr::StandardNormal)).collect()
 }
 
 fn main() {

@@ -1164,12 +1164,7 @@ mod tests {
         let (d, m, n) = (784, 500, 3);
         let mut rng = rand::rngs::StdRng::seed_from_u64(0);
         let mut normal = |k: usize, sd: f64| {
-            (0..k)
-                .map(|_| {
-                    let (u, v): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random::<f64>());
-                    sd * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-                })
-                .collect::<Vec<_>>()
+            (0..k).map(|_| sd * rng.sample::<f64, _>(rand_distr::StandardNormal)).collect::<Vec<_>>()
         };
         let (w, b, c) = (normal(d * m, 0.05f64.sqrt()), normal(d, 1.0), normal(m, 1.0));
         let rbm = Rbm::new(DomainKind::Binary, d, m, w, b, c).unwrap();

@@ -5,11 +5,12 @@
 //!
 //! Everything is f64 on the CPU device and every random number comes from the caller's seeded
 //! stream (the Gumbel noise, z, the initial weights), so a seed gives the same run.
-//! Networks are plain matmul + ReLU layers on candle [`Var`]s; Adam (Kingma & Ba) is written
-//! out here because it is five tensor lines on those `Var`s and candle-nn is not a dependency.
+//! Networks are plain matmul + ReLU layers on candle [`Var`]s, trained by the tensor Adam of
+//! [`crate::train::Adam`].
 
 use candle_core::{D, Device, Result, Tensor, Var};
 use dlp_core::ChainRng;
+use dlp_core::draw::standard_normal;
 use rand::RngExt;
 
 /// A dense layer W (in × out), b (out) as trainable variables.
@@ -50,7 +51,7 @@ pub struct RandomNetTarget {
 impl RandomNetTarget {
     /// Draws E ~ N(0, 1) and PyTorch-default layers from `rng`.
     pub fn new(d: usize, l: usize, rng: &mut ChainRng, dev: &Device) -> Result<Self> {
-        let e: Vec<f64> = (0..l * 3).map(|_| normal(rng)).collect();
+        let e: Vec<f64> = (0..l * 3).map(|_| standard_normal(rng)).collect();
         let e = Tensor::from_vec(e, (l, 3), dev)?;
         let layers = vec![
             Layer::torch_default(3 * d, 10, rng, dev)?,
@@ -83,12 +84,6 @@ impl RandomNetTarget {
         let shifted = self.log_density(&mixed.reshape((n * d, d, l))?)?.reshape((n, d))?;
         shifted.broadcast_sub(&base.unsqueeze(1)?)?.exp()?.affine(-1.0, 1.0)
     }
-}
-
-/// One N(0, 1) draw (Box–Muller) from `rng`.
-pub fn normal(rng: &mut ChainRng) -> f64 {
-    let (u1, u2): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// n × D × L Gumbel(0, 1) noise from `rng`.
@@ -133,7 +128,7 @@ pub struct Product {
 impl Product {
     /// θ ~ N(0, 1).
     pub fn new(d: usize, l: usize, rng: &mut ChainRng, dev: &Device) -> Result<Self> {
-        let t: Vec<f64> = (0..d * l).map(|_| normal(rng)).collect();
+        let t: Vec<f64> = (0..d * l).map(|_| standard_normal(rng)).collect();
         Ok(Product { theta: Var::from_tensor(&Tensor::from_vec(t, (d, l), dev)?)? })
     }
 }
@@ -167,7 +162,7 @@ impl Mixture {
             Layer::torch_default(100, 10, rng, dev)?,
             Layer::torch_default(10, 10, rng, dev)?,
         ];
-        let h: Vec<f64> = (0..d * 10 * l).map(|_| normal(rng)).collect();
+        let h: Vec<f64> = (0..d * 10 * l).map(|_| standard_normal(rng)).collect();
         let head = Var::from_tensor(&Tensor::from_vec(h, (d, 10, l), dev)?)?;
         let head_b = Var::from_tensor(&Tensor::zeros((d, l), candle_core::DType::F64, dev)?)?;
         Ok(Mixture { d, dz, layers, head, head_b })
@@ -176,7 +171,7 @@ impl Mixture {
 
 impl RankOneFamily for Mixture {
     fn logits(&self, n: usize, rng: &mut ChainRng, dev: &Device) -> Result<Tensor> {
-        let z: Vec<f64> = (0..n * self.dz).map(|_| normal(rng)).collect();
+        let z: Vec<f64> = (0..n * self.dz).map(|_| standard_normal(rng)).collect();
         let z = Tensor::from_vec(z, (n, self.dz), dev)?;
         let h = self.layers[0].forward(&z)?.relu()?;
         let h = self.layers[1].forward(&h)?.relu()?;
@@ -194,10 +189,11 @@ impl RankOneFamily for Mixture {
     }
 }
 
-/// Adam on candle variables (β₁ = 0.9, β₂ = 0.999, ε = 1e−8).
+/// Adam on candle variables: the moments and step count of [`crate::train::Adam`]'s update
+/// (β₁ = 0.9, β₂ = 0.999, ε = 1e−8, no weight decay) for one list of variables.
 pub struct Adam {
     lr: f64,
-    t: i32,
+    t: usize,
     m: Vec<Tensor>,
     v: Vec<Tensor>,
 }
@@ -214,19 +210,16 @@ impl Adam {
         })
     }
 
-    /// One step from the gradients of `loss`.
+    /// One step from the gradients of `loss` (a variable without a gradient keeps its value and
+    /// moments; the step count advances for all).
     pub fn step(&mut self, vars: &[Var], loss: &Tensor) -> Result<()> {
         let grads = loss.backward()?;
-        self.t += 1;
-        let (b1, b2) = (0.9f64, 0.999f64);
-        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
+        let adam = crate::train::Adam::default();
         for (k, var) in vars.iter().enumerate() {
             let Some(g) = grads.get(var.as_tensor()) else { continue };
-            self.m[k] = ((&self.m[k] * b1)? + (g * (1.0 - b1))?)?;
-            self.v[k] = ((&self.v[k] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-            let step = ((&self.m[k] / c1)? / ((&self.v[k] / c2)?.sqrt()? + 1e-8)?)?;
-            var.set(&(var.as_tensor() - (step * self.lr)?)?)?;
+            adam.step(var, g, &mut self.m[k], &mut self.v[k], self.t, self.lr, 0.0)?;
         }
+        self.t += 1;
         Ok(())
     }
 }

@@ -2,10 +2,15 @@
 //! [`crate::ebm_train`]: the deep EBM by PCD): their error type, one Adam(W) update whose
 //! moments the caller owns, and the atomic safetensors write of their checkpoints.
 //!
-//! Adam is written out (a few tensor lines) rather than `candle_nn::AdamW` because a checkpoint
-//! must hold the moment estimates, which candle-nn keeps private; with the moments saved and
-//! every step's randomness derived from the step number, a resumed run equals an
-//! uninterrupted one (each trainer tests it).
+//! [`Adam`] is the one Adam of the workspace on tensors (the trainers here and paper 003's
+//! [`crate::mixture`] models); parameters held as `f64` slices use `dlp_core::optim::Adam`, the
+//! same update in the same operation order except that the learning rate multiplies the step
+//! last here (`(m̂ / (√v̂ + ε)) · lr`, first there), so neither can serve the other's seeded
+//! results bit for bit. It is written out (a few tensor lines) rather than `candle_nn::AdamW`
+//! because a checkpoint must hold the moment estimates, which candle-nn keeps private, and
+//! because AdamW multiplies by 1/(1 − βᵗ) where this divides by (1 − βᵗ) (another last bit of
+//! every published seeded run); with the moments saved and every step's randomness derived
+//! from the step number, a resumed run equals an uninterrupted one (each trainer tests it).
 
 use candle_core::{Device, Tensor, Var};
 use std::collections::HashMap;
@@ -81,7 +86,7 @@ impl Adam {
         t: usize,
         lr: f64,
         weight_decay: f64,
-    ) -> Result<(), TrainError> {
+    ) -> candle_core::Result<()> {
         let g = grad.detach();
         let k = t as i32 + 1;
         let (c1, c2) = (1.0 - self.beta1.powi(k), 1.0 - self.beta2.powi(k));

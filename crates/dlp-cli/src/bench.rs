@@ -316,15 +316,11 @@ fn bernoulli_rows(seed: u64, d: usize, n: usize, p: f64) -> Vec<u32> {
 }
 
 /// The peer's RBM (`rbm_sample.py` without data): W ~ N(0, 0.05), b, c ~ N(0, 1), binary
-/// visibles. Normals by Box–Muller from stream 0 (one formula; not worth a dependency).
+/// visibles. Normals by [`dlp_core::draw::standard_normal`] (the RBM every earlier bench ran).
 fn random_rbm(seed: u64) -> Rbm {
     let (d, m) = RBM_SHAPE;
     let mut rng = setup_rng(seed ^ 0x5eed_0b4d);
-    let mut normal = move || {
-        let u1: f64 = 1.0 - rng.random::<f64>();
-        let u2: f64 = rng.random::<f64>();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    };
+    let mut normal = move || dlp_core::draw::standard_normal(&mut rng);
     let w: Vec<f64> = (0..d * m).map(|_| 0.05f64.sqrt() * normal()).collect();
     let b: Vec<f64> = (0..d).map(|_| normal()).collect();
     let c: Vec<f64> = (0..m).map(|_| normal()).collect();

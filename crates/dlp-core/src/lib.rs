@@ -12,6 +12,8 @@
 //! * [`draw`]: the inverse-CDF categorical draws and the single-site Gibbs update.
 //! * [`lift`]: the even-partition lift of a discrete space into ℝ^d and its surrogates
 //!   (paper 004), shared by GF-KSD and GF-SVGD.
+//! * [`optim`]: Adam on a flat `f64` parameter vector, the one used by every slice-based
+//!   trainer and by GF-SVGD.
 //! * [`progress`]: progress bars for long runs, as plain log lines when stderr is no terminal.
 //! * [`rng`]: per-chain ChaCha8 streams derived from `(seed, chain)`.
 //! * [`run`]: runs chains in parallel with bit-identical results for any thread count.
@@ -31,6 +33,7 @@ pub mod io;
 pub mod lift;
 pub mod math;
 pub mod memory;
+pub mod optim;
 pub mod progress;
 pub mod rng;
 pub mod run;

@@ -1,18 +1,13 @@
 //! dlp-learn: learning with dlp samplers, and the metrics of the learning experiments.
 //!
-//! * [`adam`]: the Adam optimiser (PyTorch's defaults and bias correction), which both
-//!   experiments of the reproduction spec (§3.3–3.4) use.
 //! * [`rbm`]: a Bernoulli RBM's parameters, batched block Gibbs through matrix products, and
 //!   CD-k training exactly as §3.3 (the RBM whose samples Fig. 4 compares).
 //! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
 //!   changes every iteration, data from a lattice Ising by systematic-scan Gibbs, and
 //!   persistent contrastive divergence driven by any [`dlp_core::Sampler`] (§3.4, Fig. 5).
 
-pub mod adam;
 pub mod pcd;
 pub mod rbm;
-
-pub use adam::Adam;
 
 /// Errors of the learning code; each names the parameter and its value.
 #[derive(Debug, thiserror::Error)]

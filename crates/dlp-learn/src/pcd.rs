@@ -14,7 +14,9 @@
 //! law under any rotation, so the rotation is applied to every sampler.
 
 use crate::rbm::iteration_seed;
-use crate::{Adam, LearnError, bad};
+use crate::{LearnError, bad};
+use dlp_core::draw::standard_normal;
+use dlp_core::optim::Adam;
 use dlp_core::rng::{ChainRng, chain_rng, setup_rng};
 use dlp_core::{RunOptions, Sampler, Space, Target, run_chains};
 use ndarray::linalg::general_mat_mul;
@@ -244,13 +246,7 @@ pub fn learn_pcd(
         return Err(bad("record_every", cfg.record_every, "must be at least 1"));
     }
     let mut rng = setup_rng(seed);
-    let normal = |rng: &mut ChainRng| {
-        // Box–Muller: one N(0,1) from two uniforms (rand_distr is not a dependency here).
-        let u1: f64 = 1.0 - rng.random::<f64>();
-        let u2: f64 = rng.random();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    };
-    let mut g: Vec<f64> = (0..d * d).map(|_| cfg.init_std * normal(&mut rng)).collect();
+    let mut g: Vec<f64> = (0..d * d).map(|_| cfg.init_std * standard_normal(&mut rng)).collect();
     for i in 0..d {
         g[i * d + i] = 0.0;
     }

@@ -13,8 +13,9 @@
 //! units, then all visible units, from the chain's own stream) makes the result independent
 //! of how chains are batched.
 
-use crate::{Adam, LearnError, bad};
+use crate::{LearnError, bad};
 use dlp_core::math::sigmoid;
+use dlp_core::optim::Adam;
 use dlp_core::rng::{ChainRng, chain_rngs, derive_seed, setup_rng};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};

@@ -500,29 +500,21 @@ pub fn read_number_matrix(path: &Path, delimiter: Delimiter) -> Result<RealMatri
     Ok(RealMatrix { n, d, values })
 }
 
-/// The text [`write_samples`] writes.
+/// The text [`write_samples`] writes: comma-separated integer values, `\n` line ends.
 pub fn format_samples(space: &Space, indices: &[u32], header: bool) -> String {
     let d = space.d;
-    let mut s = String::with_capacity(indices.len() * 3 + 8 * d);
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::with_capacity(indices.len() * 3 + 8 * d));
+    // Writing to a Vec cannot fail, and integers and `x{i}` never need quoting.
     if header {
-        for i in 0..d {
-            if i > 0 {
-                s.push(',');
-            }
-            let _ = write!(s, "x{i}");
-        }
-        s.push('\n');
+        w.write_record((0..d).map(|i| format!("x{i}"))).expect("csv into memory");
     }
     for row in indices.chunks_exact(d) {
-        for (i, &c) in row.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let _ = write!(s, "{}", space.value(c));
-        }
-        s.push('\n');
+        w.write_record(row.iter().map(|&c| space.value(c).to_string())).expect("csv into memory");
     }
-    s
+    let bytes = w.into_inner().expect("csv into memory");
+    String::from_utf8(bytes).expect("csv of integers is UTF-8")
 }
 
 /// Writes samples (row-major n × d indices) with user-facing values, comma-separated, with an

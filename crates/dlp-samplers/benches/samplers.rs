@@ -71,10 +71,7 @@ fn ising(c: &mut Criterion) {
 fn rbm(c: &mut Criterion) {
     let (d, m) = (784, 500);
     let mut rng = setup_rng(7);
-    let mut normal = move || {
-        let (u1, u2): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    };
+    let mut normal = move || rng.sample::<f64, _>(rand_distr::StandardNormal);
     let w: Vec<f64> = (0..d * m).map(|_| 0.05f64.sqrt() * normal()).collect();
     let b: Vec<f64> = (0..d).map(|_| normal()).collect();
     let cc: Vec<f64> = (0..m).map(|_| normal()).collect();

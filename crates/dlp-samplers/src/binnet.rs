@@ -24,7 +24,7 @@
 //! that the score is that of the posterior, ∇log ρ = −w + (N/B) Σ_b ∇ log p̃. The update is
 //! GF-SVGD's direction with the rank weights γ of App. B ([`crate::gf_svgd::weights`] with
 //! [`Weighting::Rank`], normalised by Ω = Σγ), the Han 2020 median bandwidth, an Adam step
-//! ([`Optimizer::ascend`]), then a clip to [−1, 1].
+//! ([`crate::gf_svgd::Update::ascend`]), then a clip to [−1, 1].
 //!
 //! Minibatches [R]: Alg. 3 draws one batch D_i per particle and computes ρ(w_i; D_i) and
 //! p_c(w_i; D_i) once per particle; eq. (22) writes ∇log ρ(w_j; D_i), which would need n²
@@ -326,13 +326,13 @@ pub fn train_ste(
     let d = net.n_weights();
     let mut rng = chain_rng(seed, 0);
     let mut w = init_weights(&mut rng, d);
-    let (mut m, mut v, mut t, mut g) = (vec![0.0; d], vec![0.0; d], 0, vec![0.0; d]);
-    let opt = Optimizer::adam(cfg.lr);
+    let mut g = vec![0.0; d];
+    let mut opt = Optimizer::adam(cfg.lr).start(d);
     for _ in 0..cfg.steps {
         let (x, y) = data.batch(&draw_batch(&mut rng, items, cfg.batch));
         net.ste_log_lik_grad(&w, x.view(), &y, &mut g);
         g.iter_mut().for_each(|v| *v /= cfg.batch as f64);
-        opt.ascend(&mut w, &g, &mut t, &mut m, &mut v);
+        opt.ascend(&mut w, &g);
         w.iter_mut().for_each(|v| *v = v.clamp(-1.0, 1.0));
         tick();
     }
@@ -370,10 +370,9 @@ pub fn train_gf_svgd(
     let items: Vec<usize> = (0..data.len()).collect();
     let mut rngs: Vec<_> = (0..n).map(|j| chain_rng(seed, j)).collect();
     let mut x: Vec<f64> = rngs.iter_mut().flat_map(|r| init_weights(r, d)).collect();
-    let (mut m, mut v, mut t) = (vec![0.0; n * d], vec![0.0; n * d], 0);
     let (mut s, mut phi, mut log_mu, mut gamma, mut sq) =
         (vec![0.0; n * d], vec![0.0; n * d], vec![0.0; n], vec![0.0; n], Vec::new());
-    let opt = Optimizer::adam(cfg.lr);
+    let mut opt = Optimizer::adam(cfg.lr).start(n * d);
     let scale = data.len() as f64 / cfg.batch as f64;
     let (mut sum_h, mut sum_k) = (0.0, 0.0);
     for _ in 0..cfg.steps {
@@ -392,7 +391,7 @@ pub fn train_gf_svgd(
         weights(&log_mu, Weighting::Rank, &mut gamma);
         let h = bandwidth(&x, d, BandwidthConvention::Han2020, &mut sq);
         direction(&x, d, &sq, h, &s, &gamma, &mut phi);
-        opt.ascend(&mut x, &phi, &mut t, &mut m, &mut v);
+        opt.ascend(&mut x, &phi);
         x.iter_mut().for_each(|v| *v = v.clamp(-1.0, 1.0));
         sum_h += h;
         if n > 1 {

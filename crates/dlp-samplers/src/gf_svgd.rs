@@ -31,6 +31,7 @@ use crate::spec::{
     NO_TESTS, PLAIN, Param, ParamSpec, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::lift::{Base, Partition, Relaxation, Surrogate, surrogate_scores_into};
+use dlp_core::optim::Adam;
 use dlp_core::{Batch, ChainRng, Chains, Coupling, EvalError, Sampler, SamplerError, StepInfo, Target};
 use rand::RngExt;
 use rayon::prelude::*;
@@ -90,26 +91,13 @@ impl Optimizer {
         Optimizer::adam(1e-4)
     }
 
-    /// One ascent step of `x` along `phi` (x ← x + ε φ, or Adam fed −φ); `t` counts Adam's
-    /// steps and `m`, `v` are its moments (same length as `x`, zero at the start). Shared by the
-    /// particles of [`GfSvgd`] and the binarised-network ensembles of [`crate::binnet`].
-    pub fn ascend(&self, x: &mut [f64], phi: &[f64], t: &mut i32, m: &mut [f64], v: &mut [f64]) {
+    /// The update with its state for `n` coordinates (Adam's moments at zero): what
+    /// [`Update::ascend`] moves. Shared by the particles of [`GfSvgd`] and the binarised-network
+    /// ensembles of [`crate::binnet`].
+    pub fn start(&self, n: usize) -> Update {
         match *self {
-            Optimizer::Plain { step } => {
-                for (x, p) in x.iter_mut().zip(phi) {
-                    *x += step * p;
-                }
-            }
-            Optimizer::Adam { lr, beta1, beta2, eps } => {
-                *t += 1;
-                let (c1, c2) = (1.0 - beta1.powi(*t), 1.0 - beta2.powi(*t));
-                for p in 0..x.len() {
-                    let g = -phi[p];
-                    m[p] = beta1 * m[p] + (1.0 - beta1) * g;
-                    v[p] = beta2 * v[p] + (1.0 - beta2) * g * g;
-                    x[p] -= lr * (m[p] / c1) / ((v[p] / c2).sqrt() + eps);
-                }
-            }
+            Optimizer::Plain { step } => Update::Plain { step },
+            Optimizer::Adam { lr, beta1, beta2, eps } => Update::Adam(Adam::with_constants(n, lr, beta1, beta2, eps)),
         }
     }
 
@@ -117,6 +105,32 @@ impl Optimizer {
     /// `step` replaces ε or lr when given.
     pub fn default_for(d: usize, step: Option<f64>) -> Optimizer {
         if d <= 5 { Optimizer::Plain { step: step.unwrap_or(0.5) } } else { Optimizer::adam(step.unwrap_or(0.1)) }
+    }
+}
+
+/// An [`Optimizer`] with its state ([`Optimizer::start`]).
+#[derive(Clone, Debug)]
+pub enum Update {
+    /// x ← x + ε φ.
+    Plain {
+        /// ε.
+        step: f64,
+    },
+    /// Adam fed the gradient −φ ([`dlp_core::optim::Adam::ascend`]).
+    Adam(Adam),
+}
+
+impl Update {
+    /// One ascent step of `x` along `phi` (same length as the `n` it was started with).
+    pub fn ascend(&mut self, x: &mut [f64], phi: &[f64]) {
+        match self {
+            Update::Plain { step } => {
+                for (x, p) in x.iter_mut().zip(phi) {
+                    *x += *step * p;
+                }
+            }
+            Update::Adam(adam) => adam.ascend(x, phi),
+        }
     }
 }
 
@@ -270,15 +284,12 @@ pub fn normal_particles(n: usize, d: usize, mean: f64, seed: u64) -> Vec<f64> {
 pub struct GfSvgd {
     weighting: Weighting,
     conv: BandwidthConvention,
-    optimizer: Optimizer,
+    update: Update,
     partition: Partition,
     surrogate: Surrogate,
     d: usize,
     x: Vec<f64>,
     z: Vec<u32>,
-    t: i32,
-    m: Vec<f64>,
-    v: Vec<f64>,
     s: Vec<f64>,
     big_l: Vec<f64>,
     ell: Vec<f64>,
@@ -325,15 +336,12 @@ impl GfSvgd {
         Ok(GfSvgd {
             weighting: config.weighting,
             conv: config.bandwidth,
-            optimizer,
+            update: optimizer.start(n * d),
             partition,
             surrogate,
             d,
             x: x0,
             z,
-            t: 0,
-            m: vec![0.0; n * d],
-            v: vec![0.0; n * d],
             s: vec![0.0; n * d],
             big_l: vec![0.0; n],
             ell: vec![0.0; n],
@@ -390,7 +398,7 @@ impl GfSvgd {
     /// whose value changed, per particle (into `changed`, length n).
     pub fn step(&mut self, target: &dyn Target, changed: &mut [u32]) -> Result<StepStats, EvalError> {
         let stats = self.compute_direction(target)?;
-        self.optimizer.ascend(&mut self.x, &self.phi, &mut self.t, &mut self.m, &mut self.v);
+        self.update.ascend(&mut self.x, &self.phi);
         for ((zrow, xrow), ch) in self.z.chunks_mut(self.d).zip(self.x.chunks(self.d)).zip(changed.iter_mut()) {
             *ch = 0;
             for (z, &x) in zrow.iter_mut().zip(xrow) {

@@ -12,7 +12,7 @@
 //!
 //! Both engines ([`local`], [`slurm`]) run the same command per task,
 //! `dlp-sweep task <sweep-dir> <index>`. The sweep layer knows a binary only by its flags
-//! (read from `--help`) and by the `--seed`/`--out` contract of every reproduction binary.
+//! (clap's own list, [`spec::FLAGS_ARG`]) and by the `--seed`/`--out` contract of every reproduction binary.
 
 pub mod cli;
 pub mod gather;

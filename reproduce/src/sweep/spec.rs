@@ -1,6 +1,6 @@
 //! Sweep descriptions: seeds × flag values of one reproduction binary, from flags or a TOML
-//! file, checked against the binary's own `--help` and expanded into a fixed, ordered task
-//! list with content-addressed run ids.
+//! file, checked against the binary's own clap flags ([`FLAGS_ARG`]) and expanded into a
+//! fixed, ordered task list with content-addressed run ids.
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
@@ -8,42 +8,60 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The long flags a binary takes, read from its `--help`: name → whether it takes a value.
+/// The hidden first argument on which every reproduction binary ([`crate::main_with`]) prints
+/// its long flags ([`BinaryFlags::to_lines`], from clap's own description of its arguments)
+/// instead of running: the sweep asks clap rather than reading `--help` text.
+pub const FLAGS_ARG: &str = "--sweep-list-flags";
+
+/// The long flags a binary takes: name → whether it takes a value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BinaryFlags(pub BTreeMap<String, bool>);
 
 impl BinaryFlags {
-    /// Parses clap-style help text: every line whose first non-blank character is `-` lists
-    /// the flag's spellings (`-h, --help`, `--seed <SEED>`) before two spaces; a `<…>` after
-    /// a long name means it takes a value. Lines such as `- enumerate: …` (a possible value)
-    /// have no `--` spelling and are ignored.
-    pub fn from_help(help: &str) -> Self {
+    /// The long flags of a clap command (its long names and visible aliases, `--help`
+    /// included), each with whether its action takes a value.
+    pub fn from_command(command: &clap::Command) -> Self {
+        let mut command = command.clone();
+        command.build();
         let mut flags = BTreeMap::new();
-        for line in help.lines().map(str::trim_start).filter(|l| l.starts_with('-')) {
-            let signature = line.split("  ").next().unwrap_or("");
-            for piece in signature.split(", ") {
-                if let Some(rest) = piece.strip_prefix("--") {
-                    let name: String =
-                        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_').collect();
-                    if !name.is_empty() {
-                        flags.insert(name, piece.contains('<') || piece.contains('='));
-                    }
-                }
+        for arg in command.get_arguments() {
+            for name in arg.get_long_and_visible_aliases().unwrap_or_default() {
+                flags.insert(name.to_string(), arg.get_action().takes_values());
             }
         }
         BinaryFlags(flags)
     }
 
-    /// Runs `bin --help` and parses it.
+    /// One `name value` or `name flag` line per flag, what a binary prints on [`FLAGS_ARG`].
+    pub fn to_lines(&self) -> String {
+        self.0.iter().map(|(name, value)| format!("{name} {}\n", if *value { "value" } else { "flag" })).collect()
+    }
+
+    /// Reads [`BinaryFlags::to_lines`] back; `None` on any other line.
+    pub fn from_lines(text: &str) -> Option<Self> {
+        let mut flags = BTreeMap::new();
+        for line in text.lines() {
+            let (name, kind) = line.split_once(' ')?;
+            flags.insert(
+                name.to_string(),
+                matches!(kind, "value").then_some(true).or((kind == "flag").then_some(false))?,
+            );
+        }
+        Some(BinaryFlags(flags))
+    }
+
+    /// Runs `bin` with [`FLAGS_ARG`] and reads its flags.
     pub fn of_binary(bin: &Path) -> Result<Self> {
         let out = std::process::Command::new(bin)
-            .arg("--help")
+            .arg(FLAGS_ARG)
             .output()
-            .with_context(|| format!("cannot run {} --help", bin.display()))?;
+            .with_context(|| format!("cannot run {} {FLAGS_ARG}", bin.display()))?;
         if !out.status.success() {
-            bail!("{} --help failed with {}", bin.display(), out.status);
+            bail!("{} {FLAGS_ARG} failed with {} (not a reproduction binary?)", bin.display(), out.status);
         }
-        Ok(Self::from_help(&String::from_utf8_lossy(&out.stdout)))
+        Self::from_lines(&String::from_utf8_lossy(&out.stdout))
+            .filter(|f| !f.0.is_empty())
+            .ok_or_else(|| anyhow!("{} {FLAGS_ARG}: not a flag list (not a reproduction binary?)", bin.display()))
     }
 
     /// Whether the binary knows `--name`, and if so whether it takes a value.
@@ -327,15 +345,24 @@ fn run_id(bin: &str, config: &[(String, String)], seed: u64, args: &[String]) ->
 mod tests {
     use super::*;
 
-    const HELP: &str = "Fig. 3\n\nUsage: fig3 [OPTIONS]\n\nOptions:\n      --seed <SEED>\n          Master seed\n\n      --quick\n          small\n      --samplers <SAMPLERS>  list\n      --truth <TRUTH>\n          Possible values:\n          - enumerate: all\n  -h, --help\n          Print help\n      --out <OUT>  dir\n";
+    /// A clap command with long flags `names`; those ending in `=` take a value.
+    fn command(names: &[&'static str]) -> BinaryFlags {
+        let cmd = names.iter().fold(clap::Command::new("fig3"), |cmd, n| match n.strip_suffix('=') {
+            Some(n) => cmd.arg(clap::Arg::new(n).long(n)),
+            None => cmd.arg(clap::Arg::new(*n).long(*n).action(clap::ArgAction::SetTrue)),
+        });
+        BinaryFlags::from_command(&cmd)
+    }
 
     fn flags() -> BinaryFlags {
-        BinaryFlags::from_help(HELP)
+        command(&["seed=", "quick", "samplers=", "truth=", "out="])
     }
 
     #[test]
-    fn help_text_gives_the_flags_and_whether_they_take_values() {
+    fn clap_gives_the_flags_and_whether_they_take_values() {
         let f = flags();
+        assert_eq!(BinaryFlags::from_lines(&f.to_lines()), Some(f.clone()));
+        assert_eq!(BinaryFlags::from_lines("seed value\nUsage: x"), None);
         let names: Vec<(&str, bool)> = f.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(
             names,
@@ -396,7 +423,7 @@ mod tests {
         let mut d = Description::default();
         assert!(d.check(&flags(), "fig3").unwrap_err().to_string().starts_with("no seeds"));
         d.seeds = vec![0];
-        let no_out = BinaryFlags::from_help("  --seed <S>\n");
+        let no_out = command(&["seed="]);
         assert_eq!(d.check(&no_out, "x").unwrap_err().to_string(), "x cannot be swept: it lacks --out");
     }
 
@@ -415,7 +442,7 @@ mod tests {
         assert_eq!(d.axes, [("samplers".to_string(), vec!["dmala@0.4".to_string(), "gwg".to_string()])]);
         assert_eq!(d.keys, ["sampler", "step"]);
         // A command-line flag replaces the file's.
-        let f = BinaryFlags::from_help("--chains <C>\n--samplers <S>\n--quick\n");
+        let f = command(&["chains=", "samplers=", "quick"]);
         d.add_cli(&["--samplers".into(), "lb".into()], &f, "fig3").unwrap();
         assert_eq!(d.fixed.len(), 3);
         assert!(d.axes.is_empty());

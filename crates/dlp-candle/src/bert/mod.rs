@@ -480,7 +480,7 @@ pub fn random_weights(cfg: &BertConfig, std: f64, seed: u64, layout: WeightLayou
         .into_iter()
         .map(|(name, shape, mean)| {
             let n: usize = shape.iter().product();
-            let vals: Vec<f64> = (0..n).map(|_| mean + std * crate::mixture::normal(&mut rng)).collect();
+            let vals: Vec<f64> = (0..n).map(|_| mean + std * dlp_core::draw::standard_normal(&mut rng)).collect();
             (name, Tensor::from_vec(vals, shape, &Device::Cpu).expect("the shape matches the values"))
         })
         .collect()

@@ -148,7 +148,23 @@ impl Mix {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
     pub fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unif().max(1e-300), self.unif());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, self)
+    }
+}
+
+/// `Mix` as a `rand` generator, so that `rand_distr` draws its normals.
+impl rand::TryRng for Mix {
+    type Error = std::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.next() >> 32) as u32)
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.next())
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes()[..chunk.len()]);
+        }
+        Ok(())
     }
 }
