@@ -11,8 +11,9 @@
 use dlp_core::{Sampler, SamplerError, Space};
 
 pub use crate::spec::{
-    BATCH_SIZE, Constructor, NO_TESTS, NotErgodicOn, PLAIN, PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN,
-    SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+    BATCH_SIZE, BenchModel, Constructor, Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, NotErgodicOn, PLAIN,
+    PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
 };
 
 /// Every sampler family of dlp, in the order help and tables list them: one line per family,

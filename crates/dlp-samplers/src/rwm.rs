@@ -31,7 +31,9 @@
 
 use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
 use crate::proposal::{accept_prob, mh_accept};
-use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::{
     Batch, ChainRng, Chains, EvalError, ExactKernel, RunOptions, Sampler, SamplerError, StepInfo, Target, Transition,
 };
@@ -301,6 +303,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),
     tests: TestSpec { names: &["rwm"], step_size: Some(0.75), ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]
