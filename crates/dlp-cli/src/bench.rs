@@ -340,7 +340,7 @@ fn run_device(
                         let params =
                             SamplerParams { step_size: step_size(BenchModel::Ising, name), ..Default::default() };
                         let on = format!("the L = {l} lattice");
-                        if !has_device_path(name, &params, &model, &x0, args.seed, device, &on)? {
+                        if !has_device_path(name, &params, &model, &x0, args.seed, device, "the lattice")? {
                             continue;
                         }
                         let make = || open_device(name, &params, &model, &x0, args.seed, device, &on);
