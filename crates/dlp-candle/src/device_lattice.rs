@@ -439,6 +439,10 @@ fn accept_chain(lat: &DeviceLattice, h: &mut [u32], st: &[u32; STATS], chain: u3
     (accept, accept, a.exp().min(1.0))
 }
 
+/// One chain's step on the CPU twin: its new parity, accepted increment, class histogram and
+/// (min(1, e^A), flips) of its proposal.
+type ChainStep = (u8, u64, [u32; CLASSES], (f64, u32));
+
 impl DeviceLattice {
     /// One step of the CPU twin: every chain independently (rayon over chains; a chain's
     /// numbers depend on (seed, chain, step) only, so the thread count does not matter).
@@ -451,7 +455,7 @@ impl DeviceLattice {
         let lat = &*self;
         // Per-chain results (new parity, accepted increment, new histogram) are computed in
         // parallel and applied afterwards, so the closure borrows `self` immutably.
-        let results: Vec<(u8, u64, [u32; CLASSES], (f64, u32))> = b0
+        let results: Vec<ChainStep> = b0
             .par_chunks_mut(d)
             .zip(b1.par_chunks_mut(d))
             .enumerate()
