@@ -13,8 +13,11 @@
 //! concrete type from the samplers (`dlp_samplers::fast::Generic`), timing the generic
 //! kernels (`impl: "rust-generic"`).
 //!
+//! Step sizes come from the registry rows (`SamplerSpec::defaults`, per benchmark model).
+//!
 //! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-candle`
-//! instead: DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
+//! instead, opened by name through the rows' device kernels (`dlp_candle::device_samplers`):
+//! DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
 //! and `block-gibbs` on the RBM (`device_rbm`; no `bg-1`, whose per-step work `gibbs` does),
 //! states and random numbers kept on the device, each timing bracketed by a device
 //! synchronisation (`impl: "rust-cuda"`, or `"rust-device-cpu"` for the CPU twin).

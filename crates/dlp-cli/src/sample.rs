@@ -1,6 +1,7 @@
 //! `dlp sample`: run chains of a named sampler on a model file; write the final state of
 //! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
-//! optionally, every kept state with its chain and step.
+//! optionally, every kept state with its chain and step. With `--device`, the sampler's
+//! device-resident chains (`dlp_candle::device_samplers`) run instead of the host kernel.
 
 use dlp_candle::device_samplers::DeviceSampler;
 use dlp_cli::{CliError, ModelSamplerArgs, StepSize, atomic_write, check_writable, io_reason};
