@@ -12,7 +12,7 @@
 //! (exactly, for the integer lattice kernels).
 
 /// One batch of chains living on a device, moved by one sampler.
-pub trait DeviceChains {
+pub trait DeviceChains: Send {
     /// The sampler's name as `dlp bench` reports it (`dula`, `dmala`, `bg-1`).
     fn name(&self) -> String;
     /// Number of chains.
@@ -31,6 +31,13 @@ pub trait DeviceChains {
     fn accepted(&self) -> candle_core::Result<Vec<u64>>;
     /// Steps taken since the start.
     fn steps_taken(&self) -> u64;
+    /// Per chain, the MH acceptance probability min(1, e^A) and the number of coordinates the
+    /// proposal would change, of the last step, where the backend keeps them at no cost (the
+    /// lattice CPU twin's DMALA); `None` elsewhere, and for samplers without an MH test.
+    /// `dlp_candle::device_samplers` turns them into `StepInfo`s.
+    fn last_proposals(&self) -> Option<Vec<(f64, u32)>> {
+        None
+    }
 }
 
 /// The f32 0/1 state matrix of the f32 device chains as index rows (what

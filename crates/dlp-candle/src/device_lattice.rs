@@ -162,6 +162,9 @@ struct CpuChains {
     parity: Vec<u8>,
     hist: Vec<u32>,
     accepted: Vec<u64>,
+    /// DMALA: per chain, min(1, e^A) and the flips of the last step's proposal
+    /// ([`DeviceChains::last_proposals`]).
+    last: Vec<(f64, u32)>,
 }
 
 impl DeviceLattice {
@@ -243,6 +246,7 @@ impl DeviceLattice {
                 parity: Vec::new(),
                 hist: Vec::new(),
                 accepted: Vec::new(),
+                last: Vec::new(),
             }),
         };
         let spins: Vec<u8> = x0.iter().map(|&v| v as u8).collect();
@@ -251,7 +255,7 @@ impl DeviceLattice {
             Device::Cpu => {
                 let mut all = spins;
                 all.resize(2 * n * d, 0);
-                Backend::Cpu(CpuChains { spins: all, parity: vec![0; n], hist, accepted: vec![0; n] })
+                Backend::Cpu(CpuChains { spins: all, parity: vec![0; n], hist, accepted: vec![0; n], last: Vec::new() })
             }
             #[cfg(feature = "cuda")]
             Device::Cuda(dev) => {
@@ -420,10 +424,10 @@ pub fn stats_chain(x: &[u8], y: &[u8], rows: usize, cols: usize, spin: bool) -> 
 
 /// DMALA's decision for one chain from its counters `st`: the twin of the kernel
 /// `dlp_lattice_accept`. Returns whether the chain moves to the proposal (a proposal that
-/// flips nothing stays and counts as accepted).
-fn accept_chain(lat: &DeviceLattice, h: &mut [u32], st: &[u32; STATS], chain: u32, step: u32) -> (bool, bool) {
+/// flips nothing stays and counts as accepted), whether it was accepted, and min(1, e^A).
+fn accept_chain(lat: &DeviceLattice, h: &mut [u32], st: &[u32; STATS], chain: u32, step: u32) -> (bool, bool, f64) {
     if st[CLASSES + 1] == 0 {
-        return (false, true);
+        return (false, true, 1.0);
     }
     let a = lat.ratio(h, st);
     let blk = philox4x32_10(counter(chain, step, PURPOSE_MH, 0), lat.key);
@@ -432,8 +436,12 @@ fn accept_chain(lat: &DeviceLattice, h: &mut [u32], st: &[u32; STATS], chain: u3
     if accept {
         h.copy_from_slice(&st[..CLASSES]);
     }
-    (accept, accept)
+    (accept, accept, a.exp().min(1.0))
 }
+
+/// One chain's step on the CPU twin: its new parity, accepted increment, class histogram and
+/// (min(1, e^A), flips) of its proposal.
+type ChainStep = (u8, u64, [u32; CLASSES], (f64, u32));
 
 impl DeviceLattice {
     /// One step of the CPU twin: every chain independently (rayon over chains; a chain's
@@ -447,7 +455,7 @@ impl DeviceLattice {
         let lat = &*self;
         // Per-chain results (new parity, accepted increment, new histogram) are computed in
         // parallel and applied afterwards, so the closure borrows `self` immutably.
-        let results: Vec<(u8, u64, [u32; CLASSES])> = b0
+        let results: Vec<ChainStep> = b0
             .par_chunks_mut(d)
             .zip(b1.par_chunks_mut(d))
             .enumerate()
@@ -457,17 +465,21 @@ impl DeviceLattice {
                 propose_chain(x, y, rows, cols, &lat.thr, lat.key, j as u32, step);
                 let mut h = hist;
                 if !lat.mh {
-                    return (par, 1, h);
+                    return (par, 1, h, (1.0, 0));
                 }
                 let st = stats_chain(x, y, rows, cols, lat.spin);
-                let (moved, accepted) = accept_chain(lat, &mut h, &st, j as u32, step);
-                (par ^ moved as u8, accepted as u64, h)
+                let (moved, accepted, prob) = accept_chain(lat, &mut h, &st, j as u32, step);
+                (par ^ moved as u8, accepted as u64, h, (prob, st[CLASSES + 1]))
             })
             .collect();
         let mh = self.mh;
         let cpu = self.cpu_mut();
         cpu.spins = spins;
-        for (j, (par, acc, h)) in results.into_iter().enumerate() {
+        cpu.last.clear();
+        for (j, (par, acc, h, last)) in results.into_iter().enumerate() {
+            if mh {
+                cpu.last.push(last);
+            }
             cpu.parity[j] = par;
             cpu.accepted[j] += acc;
             if mh {
@@ -587,6 +599,13 @@ impl DeviceChains for DeviceLattice {
 
     fn steps_taken(&self) -> u64 {
         self.steps
+    }
+
+    fn last_proposals(&self) -> Option<Vec<(f64, u32)>> {
+        match &self.backend {
+            Backend::Cpu(cpu) if self.mh && self.steps > 0 => Some(cpu.last.clone()),
+            _ => None,
+        }
     }
 }
 

@@ -58,6 +58,7 @@ pub mod device_chains;
 pub mod device_dlp;
 pub mod device_lattice;
 pub mod device_rbm;
+pub mod device_samplers;
 pub mod ebm;
 pub mod ebm_train;
 mod kernels;

@@ -13,8 +13,11 @@
 //! concrete type from the samplers (`dlp_samplers::fast::Generic`), timing the generic
 //! kernels (`impl: "rust-generic"`).
 //!
+//! Step sizes come from the registry rows (`SamplerSpec::defaults`, per benchmark model).
+//!
 //! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-candle`
-//! instead: DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
+//! instead, opened by name through the rows' device kernels (`dlp_candle::device_samplers`):
+//! DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
 //! and `block-gibbs` on the RBM (`device_rbm`; no `bg-1`, whose per-step work `gibbs` does),
 //! states and random numbers kept on the device, each timing bracketed by a device
 //! synchronisation (`impl: "rust-cuda"`, or `"rust-device-cpu"` for the CPU twin).
@@ -24,12 +27,14 @@
 use clap::{Args as ClapArgs, ValueEnum};
 use dlp_candle::candle_core::Error as CandleError;
 use dlp_candle::device_chains::DeviceChains;
+use dlp_candle::device_samplers;
 use dlp_cli::CliError;
 use dlp_core::math::sigmoid;
 use dlp_core::{RunOptions, StepInfo, Target, run_chains, setup_rng};
 use dlp_models::bnn::Precision;
 use dlp_models::{BnnModel, IsingModel, Rbm};
 use dlp_samplers::fast::Generic;
+use dlp_samplers::registry::BenchModel;
 use dlp_samplers::{SamplerParams, build_sampler};
 use rand::RngExt;
 use serde_json::{Value, json};
@@ -130,27 +135,12 @@ enum PathChoice {
     Both,
 }
 
-/// Upstream experiment scripts' step sizes (`ising_sample.py`, `rbm_sample.py`) for DLP.
-/// DLMC and cyclical DMALA on the lattice: the values `fig3` uses (acceptance ≈ 0.57 and
-/// 0.64 on the 5×5 lattice, `paper/fig3.md`); on the 784×500 RBM, where those give
-/// acceptance ≈ 0 and 0.05, h = 0.01 (acceptance ≈ 0.9) and α_max = 0.5, chosen by a short
-/// acceptance check (`paper/performance.md`, issue-18 section).
-fn step_size(model: &str, sampler: &str) -> Option<f64> {
-    // The single-precision variants run with their double-precision sibling's step size;
-    // `acs-dmala-<s>` with that of `acs-dmala`.
-    let stem = dlp_samplers::registry::SamplerName::parse(sampler.trim_end_matches("-f32")).stem;
-    match (model, stem.as_str()) {
-        ("ising", "dula") => Some(0.2),
-        ("ising", "dmala") => Some(0.4),
-        ("rbm", "dula") => Some(0.1),
-        ("bnn", "dula" | "dmala") => Some(0.1),
-        ("rbm", "dmala") => Some(0.2),
-        ("ising", "dlmc" | "dlmcf") => Some(1.0),
-        ("ising", "acs-dmala" | "acs-dula") => Some(3.0),
-        ("rbm", "dlmc" | "dlmcf") => Some(0.01),
-        ("rbm", "acs-dmala" | "acs-dula") => Some(0.5),
-        _ => None,
-    }
+/// The step size of `sampler` on the benchmark `model`: its registry row's
+/// (`dlp_samplers::spec::Defaults`: the upstream experiment scripts' values, `ising_sample.py`,
+/// `rbm_sample.py`; for DLMC and cyclical DMALA those of `fig3` on the lattice and of a short
+/// acceptance check on the RBM, `paper/performance.md`).
+fn step_size(model: BenchModel, sampler: &str) -> Option<f64> {
+    dlp_samplers::registry::find(sampler).and_then(|(spec, _)| spec.defaults.step_size(model))
 }
 
 /// Steps of the run whose final states are compared across thread counts.
@@ -258,7 +248,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, rbm_chains, 0.5);
             for &fast in paths {
                 let base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
-                let params = SamplerParams { step_size: step_size("rbm", name), ..Default::default() };
+                let params = SamplerParams { step_size: step_size(BenchModel::Rbm, name), ..Default::default() };
                 let sampler = build_sampler(name, &params).map_err(CliError::input)?;
                 let opts = RunOptions { seed: args.seed.wrapping_add(1), threads: 1, chains_per_task: 0 };
                 let start = if args.rbm_burn_in == 0 {
@@ -339,9 +329,6 @@ fn run_device(
     samplers: &[String],
     rbm_samplers: &[String],
 ) -> Result<(), CliError> {
-    use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
-    use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
-    let dev_err = |what: &str, e: &dyn std::fmt::Display| CliError::input(format!("{what}: {e}"));
     if !args.rbm_only {
         for &sigma in sigmas {
             for &l in ls {
@@ -349,20 +336,13 @@ fn run_device(
                 for &b in bs {
                     let x0 = bernoulli_rows(args.seed, l * l, b, sigmoid(2.0 * ISING_BIAS));
                     for name in samplers {
-                        let alpha = step_size("ising", name).unwrap_or(f64::NAN);
-                        let kind = match name.as_str() {
-                            "dula" => LatticeSampler::Dula { alpha },
-                            "dmala" => LatticeSampler::Dmala { alpha },
-                            _ => {
-                                eprintln!("dlp bench --device: no device path for {name} on the lattice, skipped");
-                                continue;
-                            }
-                        };
-                        let make = || {
-                            DeviceLattice::new(&model, kind, &x0, args.seed, device)
-                                .map(|c| Box::new(c) as Box<dyn DeviceChains>)
-                                .map_err(|e| dev_err(&format!("{name} on the L = {l} lattice"), &e))
-                        };
+                        let params =
+                            SamplerParams { step_size: step_size(BenchModel::Ising, name), ..Default::default() };
+                        let on = format!("the L = {l} lattice");
+                        if !has_device_path(name, &params, &model, &x0, args.seed, device, "the lattice")? {
+                            continue;
+                        }
+                        let make = || open_device(name, &params, &model, &x0, args.seed, device, &on);
                         let base = json!({"model": "ising", "L": l, "sigma": sigma, "dims": l * l});
                         time_device(args, sink, device, make, name, base, 0)?;
                     }
@@ -374,28 +354,54 @@ fn run_device(
         let rbm = random_rbm(args.seed);
         for (&rbm_chains, name) in args.rbm_chains.iter().flat_map(|b| rbm_samplers.iter().map(move |s| (b, s))) {
             let x0 = bernoulli_rows(args.seed, RBM_SHAPE.0, rbm_chains, 0.5);
-            let alpha = step_size("rbm", name).unwrap_or(f64::NAN);
-            let kind = match name.as_str() {
-                "dula" => RbmSampler::Dula { alpha },
-                "dmala" => RbmSampler::Dmala { alpha },
-                "gibbs" => RbmSampler::Gibbs,
-                "block-gibbs" => RbmSampler::BlockGibbs,
-                _ => {
-                    eprintln!("dlp bench --device: no device path for {name} on the RBM, skipped");
-                    continue;
-                }
-            };
-            let make = || {
-                DeviceRbm::new(&rbm, kind, &x0, args.seed, device)
-                    .map(|c| Box::new(c) as Box<dyn DeviceChains>)
-                    .map_err(|e| dev_err(&format!("{name} on the RBM"), &e))
-            };
+            let params = SamplerParams { step_size: step_size(BenchModel::Rbm, name), ..Default::default() };
+            if !has_device_path(name, &params, &rbm, &x0, args.seed, device, "the RBM")? {
+                continue;
+            }
+            let make = || open_device(name, &params, &rbm, &x0, args.seed, device, "the RBM");
             let mut base = json!({"model": "rbm", "hidden": RBM_SHAPE.1, "dims": RBM_SHAPE.0});
             base["burn_in"] = json!(args.rbm_burn_in);
             time_device(args, sink, device, make, name, base, args.rbm_burn_in)?;
         }
     }
     Ok(())
+}
+
+/// Whether `name` has device chains on `model` (through its registry row's device kernel,
+/// `dlp_candle::device_samplers`); a note on stderr when it has none. Opening them once here
+/// also reports bad parameters before any timing.
+#[allow(clippy::too_many_arguments)]
+fn has_device_path(
+    name: &str,
+    params: &SamplerParams,
+    model: &dyn Target,
+    x0: &[u32],
+    seed: u64,
+    device: &dlp_candle::Device,
+    on: &str,
+) -> Result<bool, CliError> {
+    let opened = device_samplers::open(name, params, model, x0, seed, device)
+        .map_err(|e| CliError::input(format!("{name} on {on}: {e}")))?;
+    if opened.is_none() {
+        eprintln!("dlp bench --device: no device path for {name} on {on}, skipped");
+    }
+    Ok(opened.is_some())
+}
+
+/// Fresh device chains of `name` on `model` (which [`has_device_path`] said exist).
+#[allow(clippy::too_many_arguments)]
+fn open_device(
+    name: &str,
+    params: &SamplerParams,
+    model: &dyn Target,
+    x0: &[u32],
+    seed: u64,
+    device: &dlp_candle::Device,
+    on: &str,
+) -> Result<Box<dyn DeviceChains>, CliError> {
+    device_samplers::open(name, params, model, x0, seed, device)
+        .map_err(|e| CliError::input(format!("{name} on {on}: {e}")))?
+        .ok_or_else(|| CliError::internal(format!("{name} on {on}: no device path")))
 }
 
 /// Times one device configuration: fresh chains, `burn_in` untimed steps, a calibration that
@@ -517,7 +523,12 @@ fn time_config(
     threads: &[usize],
     fast: bool,
 ) -> Result<(), CliError> {
-    let params = SamplerParams { step_size: step_size(kind, name), ..Default::default() };
+    let model_kind = match kind {
+        "ising" => BenchModel::Ising,
+        "rbm" => BenchModel::Rbm,
+        _ => BenchModel::Bnn,
+    };
+    let params = SamplerParams { step_size: step_size(model_kind, name), ..Default::default() };
     let sampler = build_sampler(name, &params).map_err(CliError::input)?;
     let generic = Generic(model);
     let target: &dyn Target = if fast { model } else { &generic };

@@ -1,11 +1,14 @@
 //! `dlp sample`: run chains of a named sampler on a model file; write the final state of
 //! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
-//! optionally, every kept state with its chain and step.
+//! optionally, every kept state with its chain and step. With `--device`, the sampler's
+//! device-resident chains (`dlp_candle::device_samplers`) run instead of the host kernel.
 
+use dlp_candle::device_samplers::DeviceSampler;
 use dlp_cli::{CliError, ModelSamplerArgs, StepSize, atomic_write, check_writable, io_reason};
 use dlp_core::{RunOptions, Space};
 use dlp_session::{Request, Session, Spelling, Trace};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// How the chains start.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +63,13 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Run the sampler's device-resident chains on this device (`cpu`: candle's CPU backend,
+    /// the kernels' CPU twins; `cuda:N` with the `cuda` feature) instead of the host sampler:
+    /// the same name, for samplers whose registry row has a device kernel (`dlp samplers`).
+    /// Chains then draw from Philox streams of --seed, not the host streams; --threads does
+    /// not apply.
+    #[arg(long)]
+    pub device: Option<String>,
 }
 
 /// The session this invocation asks for (`dlp_session`: the same as Python's `dlp.sample`).
@@ -99,7 +109,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let target: &dyn dlp_core::Target = &model;
     let space = target.space().clone();
     dlp_cli::warn_if_not_ergodic(&args.run.sampler, &space);
-    let session = Session::resolve(request, Spelling::Flags, target)?;
+    let mut session = Session::resolve(request, Spelling::Flags, target)?;
+    if let Some(name) = &args.device {
+        let device = dlp_candle::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
+        let seed = args.seed;
+        session = session.with_builder(Arc::new(move |sampler, params| {
+            DeviceSampler::new(sampler, params, seed, &device).map(|s| Box::new(s) as Box<dyn dlp_core::Sampler>)
+        }))?;
+    }
     let x0 = dlp_cli::initial_states(&space, args.chains, args.init == Init::Random, args.seed);
     let options = RunOptions { seed: args.seed, threads: args.threads, chains_per_task: 0 };
     let sampler = &args.run.sampler;

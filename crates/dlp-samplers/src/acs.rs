@@ -295,6 +295,7 @@ pub const ACS_DMALA: SamplerSpec = SamplerSpec {
     target_accept: 0.5,
     adapt: Some(adapt_acs),
     tests: TestSpec { names: &["acs-dmala-4"], step_size: Some(2.0), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(3.0), rbm: Some(0.5), ..crate::spec::NO_DEFAULTS },
 };
 
 /// The registry row of `acs-dula` (`acs-dula-<…>`).
@@ -313,6 +314,7 @@ pub const ACS_DULA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["acs-dula-3"], step_size: Some(2.0), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(3.0), rbm: Some(0.5), ..crate::spec::NO_DEFAULTS },
 };
 
 #[cfg(test)]

@@ -29,7 +29,10 @@
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
 use crate::proposal::sample_logits;
-use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
+};
 use dlp_core::capability::RbmView;
 use dlp_core::math::{sigmoid, softmax_in_place};
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
@@ -410,6 +413,7 @@ pub const BG: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["bg-1", "bg-2"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 /// The registry row of `block-gibbs`.
@@ -428,6 +432,7 @@ pub const BLOCK_GIBBS: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["block-gibbs"], ..NO_TESTS },
+    defaults: Defaults { device: Some(DeviceKernel::BlockGibbs), ..NO_DEFAULTS },
 };
 
 #[cfg(test)]

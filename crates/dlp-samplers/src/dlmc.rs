@@ -302,6 +302,7 @@ pub const DLMC: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dlmc"], step_size: Some(0.5), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(1.0), rbm: Some(0.01), ..crate::spec::NO_DEFAULTS },
 };
 
 /// The registry row of `dlmcf`.
@@ -320,6 +321,7 @@ pub const DLMCF: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dlmcf"], step_size: Some(0.5), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(1.0), rbm: Some(0.01), ..crate::spec::NO_DEFAULTS },
 };
 
 #[cfg(test)]

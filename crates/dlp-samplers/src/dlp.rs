@@ -201,6 +201,12 @@ pub const DULA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dula"], step_size: Some(0.4), ..NO_TESTS },
+    defaults: crate::spec::Defaults {
+        device: Some(crate::spec::DeviceKernel::Dula),
+        ising: Some(0.2),
+        rbm: Some(0.1),
+        bnn: Some(0.1),
+    },
 };
 
 /// The registry row of `dmala`.
@@ -219,6 +225,12 @@ pub const DMALA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dmala"], step_size: Some(0.6), ..NO_TESTS },
+    defaults: crate::spec::Defaults {
+        device: Some(crate::spec::DeviceKernel::Dmala),
+        ising: Some(0.4),
+        rbm: Some(0.2),
+        bnn: Some(0.1),
+    },
 };
 
 /// The registry row of `pdula`.
@@ -237,6 +249,7 @@ pub const PDULA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["pdula"], step_size: Some(0.4), ..NO_TESTS },
+    defaults: crate::spec::NO_DEFAULTS,
 };
 
 /// The registry row of `pdmala`.
@@ -255,6 +268,7 @@ pub const PDMALA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["pdmala"], step_size: Some(0.6), ..NO_TESTS },
+    defaults: crate::spec::NO_DEFAULTS,
 };
 
 /// The registry row of `dula-f32`.
@@ -274,6 +288,7 @@ pub const DULA_F32: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dula-f32"], step_size: Some(0.4), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(0.2), rbm: Some(0.1), bnn: Some(0.1), ..crate::spec::NO_DEFAULTS },
 };
 
 /// The registry row of `dmala-f32`.
@@ -293,4 +308,5 @@ pub const DMALA_F32: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["dmala-f32"], step_size: Some(0.6), ..NO_TESTS },
+    defaults: crate::spec::Defaults { ising: Some(0.4), rbm: Some(0.2), bnn: Some(0.1), ..crate::spec::NO_DEFAULTS },
 };

@@ -28,7 +28,8 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::spec::{
-    NO_TESTS, PLAIN, Param, ParamSpec, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+    NO_DEFAULTS, NO_TESTS, PLAIN, Param, ParamSpec, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
 };
 use dlp_core::lift::{Base, Partition, Relaxation, Surrogate, surrogate_scores_into};
 use dlp_core::optim::Adam;
@@ -531,6 +532,7 @@ pub const GF_SVGD: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["gf-svgd"], step_size: Some(0.5), ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 /// The registry row of `gf-svgd-relaxed`.
@@ -550,6 +552,7 @@ pub const GF_SVGD_RELAXED: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["gf-svgd-relaxed"], step_size: Some(0.5), ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -17,7 +17,10 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
-use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
+};
 use dlp_core::capability::SiteState;
 use dlp_core::draw::{gibbs_site_update, sample_logits};
 use dlp_core::math::softmax_in_place;
@@ -359,6 +362,7 @@ pub const GIBBS: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["gibbs"], ..NO_TESTS },
+    defaults: Defaults { device: Some(DeviceKernel::Gibbs), ..NO_DEFAULTS },
 };
 
 /// The registry row of `gibbs-sweep`.
@@ -377,6 +381,7 @@ pub const GIBBS_SWEEP: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["gibbs-sweep"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use crate::fast::rbm::RbmCache;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::{mh_accept, sample_weights};
-use crate::spec::{NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::math::logsumexp;
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
@@ -383,6 +383,7 @@ pub const GWG: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["gwg", "gwg-2", "gwg-3"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::dual_averaging::MALA_TARGET_ACCEPT;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
-use crate::spec::{NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::math::softmax_in_place;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use rand::RngExt;
@@ -313,6 +313,7 @@ pub const HB: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["hb-2-1", "hb-3-2"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -15,7 +15,9 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::{mh_accept, sample_logits};
-use crate::spec::{NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::math::logsumexp;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use std::collections::BTreeMap;
@@ -177,6 +179,7 @@ pub const LB: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["lb"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -72,7 +72,9 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::proposal::{accept_prob, mh_accept, sample_weights};
-use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
     Transition,
@@ -467,6 +469,7 @@ pub const PAS: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["pas"], step_size: Some(2.5), ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 /// The registry row of `pas` (`pas-<…>`).
@@ -486,6 +489,7 @@ pub const PAS_R: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["pas-1", "pas-2", "pas-3"], ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

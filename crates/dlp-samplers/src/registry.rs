@@ -11,8 +11,9 @@
 use dlp_core::{Sampler, SamplerError, Space};
 
 pub use crate::spec::{
-    BATCH_SIZE, Constructor, NO_TESTS, NotErgodicOn, PLAIN, PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN,
-    SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+    BATCH_SIZE, BenchModel, Constructor, Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, NotErgodicOn, PLAIN,
+    PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
 };
 
 /// Every sampler family of dlp, in the order help and tables list them: one line per family,
@@ -143,6 +144,16 @@ mod tests {
             }
             assert_eq!(s.tests.step_size.is_some(), s.takes(Param::StepSize), "{}: test step size", s.stem);
             assert_eq!(s.tests.batch_size.is_some(), s.takes(Param::BatchSize), "{}: test batch size", s.stem);
+            // A step size given to the device kernel or on a benchmark model must be one the
+            // family takes.
+            let dlp = matches!(s.defaults.device, Some(DeviceKernel::Dula | DeviceKernel::Dmala));
+            assert!(!dlp || s.takes(Param::StepSize), "{}: device DLP kernel without a step size", s.stem);
+            let bench = [BenchModel::Ising, BenchModel::Rbm, BenchModel::Bnn];
+            assert!(
+                bench.iter().all(|&m| s.defaults.step_size(m).is_none_or(|a| a > 0.0 && s.takes(Param::StepSize))),
+                "{}: benchmark step sizes",
+                s.stem
+            );
         }
     }
 

@@ -31,7 +31,9 @@
 
 use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
 use crate::mh::{Caching, MhChains, Proposal, TargetEval, exact_row, start_error};
-use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use crate::spec::{
+    NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+};
 use dlp_core::{ChainRng, Chains, ExactKernel, RunOptions, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 
@@ -208,6 +210,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),
     tests: TestSpec { names: &["rwm"], step_size: Some(0.75), ..NO_TESTS },
+    defaults: NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -235,6 +235,7 @@ pub const SG_DULA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2) },
+    defaults: crate::spec::NO_DEFAULTS,
 };
 
 /// The registry row of `sg-dmala`.
@@ -254,6 +255,7 @@ pub const SG_DMALA: SamplerSpec = SamplerSpec {
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
     tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2) },
+    defaults: crate::spec::NO_DEFAULTS,
 };
 
 #[cfg(test)]

@@ -126,6 +126,63 @@ pub struct TestSpec {
     pub batch_size: Option<usize>,
 }
 
+/// The algorithm of a family's device-resident chains (`dlp_candle::device_samplers` runs it
+/// on a candle device: `dlp sample --device`, `dlp bench --device`). Named here, as data, so
+/// that a row can say it has one while this crate stays free of candle; which implementation
+/// runs it (periodic lattice, RBM) follows from the model's capabilities there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKernel {
+    /// The DLP proposal accepted every step (DULA), step size from `--step-size`.
+    Dula,
+    /// The DLP proposal with the MH test (DMALA), step size from `--step-size`.
+    Dmala,
+    /// Random-scan single-site Gibbs (the registry's `gibbs`).
+    Gibbs,
+    /// RBM block Gibbs: h ~ p(h|x), then x ~ p(x|h) (the registry's `block-gibbs`).
+    BlockGibbs,
+}
+
+/// A family's defaults outside the test suites: the algorithm of its device-resident chains,
+/// if it has them, and the step sizes the upstream experiment scripts (`ising_sample.py`,
+/// `rbm_sample.py`, the BNN tables) use on the three models `dlp bench` times, which are the
+/// step sizes `dlp bench` runs it with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Defaults {
+    /// Its device-resident kernel.
+    pub device: Option<DeviceKernel>,
+    /// Step size on the paper's periodic Ising lattice.
+    pub ising: Option<f64>,
+    /// Step size on the 784 × 500 RBM.
+    pub rbm: Option<f64>,
+    /// Step size on the binary BNN of Tables 2 and 4.
+    pub bnn: Option<f64>,
+}
+
+/// No device kernel and no benchmark step sizes.
+pub const NO_DEFAULTS: Defaults = Defaults { device: None, ising: None, rbm: None, bnn: None };
+
+/// The benchmark models of `dlp bench` that [`Defaults`] gives step sizes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchModel {
+    /// The paper's periodic Ising lattice.
+    Ising,
+    /// The 784 × 500 RBM.
+    Rbm,
+    /// The binary BNN of Tables 2 and 4.
+    Bnn,
+}
+
+impl Defaults {
+    /// The step size on `model`, if the row gives one.
+    pub fn step_size(&self, model: BenchModel) -> Option<f64> {
+        match model {
+            BenchModel::Ising => self.ising,
+            BenchModel::Rbm => self.rbm,
+            BenchModel::Bnn => self.bnn,
+        }
+    }
+}
+
 /// One sampler family: how it is named, built, documented and tested.
 #[derive(Clone, Copy, Debug)]
 pub struct SamplerSpec {
@@ -163,6 +220,8 @@ pub struct SamplerSpec {
     pub adapt: Option<AdaptFn>,
     /// What the test suites run.
     pub tests: TestSpec,
+    /// Its device-resident kernel and its step sizes on `dlp bench`'s models ([`Defaults`]).
+    pub defaults: Defaults,
 }
 
 impl SamplerSpec {

@@ -18,6 +18,7 @@ use dlp_core::{Observer, RunOptions, RunOutput, Sampler, SamplerError, Space, Ta
 use dlp_samplers::SamplerParams;
 use dlp_samplers::adapt::{AdaptOptions, DEFAULT_WINDOW, adapt_step_size, default_target_accept};
 use std::fmt;
+use std::sync::Arc;
 
 /// Why a front end's request failed (`gof.md` §10.5): the `dlp` binary's `CliError`.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,6 +186,22 @@ struct WarmupPlan {
     target_accept: f64,
 }
 
+/// Builds the kept run's kernel from the request's sampler name and the (adapted) parameters,
+/// when it is not the registry's host sampler: `dlp sample --device` passes
+/// `dlp_candle::device_samplers::DeviceSampler` bound to its device and seed, so that the
+/// same name runs as device chains (this crate stays free of candle).
+pub type Builder = Arc<dyn Fn(&str, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> + Send + Sync>;
+
+/// A [`Builder`] with a `Debug` that does not print the closure.
+#[derive(Clone)]
+struct Kernels(Builder);
+
+impl fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Kernels(..)")
+    }
+}
+
 /// A request resolved against the registry: whether and how long it adapts, and sampler
 /// parameters that build (checked before any work).
 #[derive(Clone, Debug)]
@@ -192,6 +209,7 @@ pub struct Session {
     request: Request,
     params: SamplerParams,
     warmup: Option<WarmupPlan>,
+    kernels: Option<Kernels>,
 }
 
 /// What the warm-up chose (`dlp_samplers::adapt::Adapted`, plus what it was asked).
@@ -306,7 +324,22 @@ impl Session {
         } else {
             dlp_samplers::build_sampler(&request.sampler, &params).map_err(Error::input)?;
         }
-        Ok(Session { request, params, warmup })
+        Ok(Session { request, params, warmup, kernels: None })
+    }
+
+    /// The session with its kept run's kernel built by `builder` instead of the registry's
+    /// host sampler (device chains, [`Builder`]); the warm-up, when the session adapts, still
+    /// runs the host sampler on the target (the same law), and the kept run starts from its
+    /// chains with the adapted step size. Checks that `builder` accepts the request before
+    /// any work (with a stand-in step size of 1 when the step size is still to be adapted).
+    pub fn with_builder(mut self, builder: Builder) -> Result<Session, Error> {
+        let mut params = self.params.clone();
+        if self.adapts() {
+            params.step_size = Some(1.0);
+        }
+        builder(&self.request.sampler, &params).map_err(Error::input)?;
+        self.kernels = Some(Kernels(builder));
+        Ok(self)
     }
 
     /// The request.
@@ -358,7 +391,10 @@ impl Session {
     pub fn build(&self, warmed: &Warmed) -> Result<Box<dyn Sampler>, SamplerError> {
         let params =
             SamplerParams { step_size: warmed.step_size, step_size_min: warmed.step_size_min, ..self.params.clone() };
-        dlp_samplers::build_sampler(&self.request.sampler, &params)
+        match &self.kernels {
+            Some(Kernels(build)) => build(&self.request.sampler, &params),
+            None => dlp_samplers::build_sampler(&self.request.sampler, &params),
+        }
     }
 
     /// The whole session: warm-up ([`Session::warm_up`]; `adapted` is told its result before
