@@ -54,7 +54,7 @@ impl Gen {
 /// Runs `check` on `default` generated inputs (`DLP_FUZZ_CASES / scale` in the long run: the
 /// checkpoint target writes files, so it runs fewer), each under the watchdog; a failure or
 /// panic names the input.
-fn drive<T: std::fmt::Debug>(
+fn drive<T: std::fmt::Debug + Clone + Send + 'static>(
     name: &str,
     default: u32,
     scale: u32,
@@ -65,8 +65,7 @@ fn drive<T: std::fmt::Debug>(
     let (mut g, t) = (Gen::new(), Target::new(name));
     for i in 0..n {
         let input = generate(&mut g);
-        let r =
-            t.run(|| format!("{input:?}"), || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&input))));
+        let r = t.run(&input, || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&input))));
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => panic!("fuzz {name}: input {i}: {e}\ninput: {input:?}"),
@@ -486,20 +485,17 @@ fn infill_corpus_replays() {
     let v = vocabs();
     let t = Target::new("infill-corpus");
     for (name, bytes) in fuzz::corpus(&corpus_dir(), "infill") {
-        t.run(
-            || format!("{name}: {}", show_bytes(&bytes)),
-            || {
-                let r = if name.starts_with("config") {
-                    check_config(&bytes)
-                } else if name.starts_with("vocab") {
-                    check_vocab(&bytes)
-                } else {
-                    let text = String::from_utf8_lossy(&bytes);
-                    text.lines().try_for_each(|l| check_line(l, &v))
-                };
-                r.unwrap_or_else(|e| panic!("corpus {name}: {e}"))
-            },
-        );
+        t.run(&format!("{name}: {}", show_bytes(&bytes)), || {
+            let r = if name.starts_with("config") {
+                check_config(&bytes)
+            } else if name.starts_with("vocab") {
+                check_vocab(&bytes)
+            } else {
+                let text = String::from_utf8_lossy(&bytes);
+                text.lines().try_for_each(|l| check_line(l, &v))
+            };
+            r.unwrap_or_else(|e| panic!("corpus {name}: {e}"))
+        });
     }
 }
 
