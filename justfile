@@ -98,7 +98,9 @@ test-python profile="dev":
 # `just fuzz` (10^7 inputs per target), `DLP_FUZZ_CASES=100000 just fuzz models`: the fuzz
 # tests of the readers of user files (tests/fuzz.rs of dlp-models and dlp-candle; `dlp gof`'s
 # options and the end-to-end cases of dlp-cli) in release, one target at a time, each printing
-# `fuzz <target>: <count> inputs in <s> s`. DLP_FUZZ_SEED picks the inputs (default: the time,
+# `fuzz <target>: <count> inputs, <s> s` every minute and `fuzz <target>: <count> inputs in <s> s`
+# at its end (the last long run's counts: paper/performance.md, section "Fuzzing the readers of
+# user files"). DLP_FUZZ_SEED picks the inputs (default: the time,
 # printed first); DLP_FUZZ_LIMIT_S bounds one input (10 s). A failure prints the input (add it
 # to the crate's tests/fuzz_corpus/, which `just test` replays).
 # Fuzz the file readers and option parsers in release (models, candle, cli; default all)

@@ -360,7 +360,10 @@ pub(crate) fn candle_message(e: &candle_core::Error) -> String {
         E::WithPath { inner, path } => format!("{}: {}", path.display(), candle_message(inner)),
         other => other.to_string(),
     };
-    msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+    // One line: the lines joined, and any other control character escaped (serde quotes a
+    // damaged file's bytes, e.g. a DEL in a safetensors dtype, into its message raw).
+    let joined = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+    joined.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 /// Copies a float tensor's values (any shape, row-major) into `out` as f64, checking the count

@@ -145,7 +145,7 @@ fn fuzz_gof_options() {
     let t = Target::new("gof-options");
     for i in 0..fuzz::cases(1500) {
         let a = argv(&mut g);
-        let r = t.run(|| format!("{a:?}"), || std::panic::catch_unwind(|| check(&a)));
+        let r = t.run(&a, || std::panic::catch_unwind(|| check(&a)));
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => panic!("fuzz gof-options: input {i}: {e}\ninput: {a:?}"),

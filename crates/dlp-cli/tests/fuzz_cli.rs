@@ -100,19 +100,15 @@ fn fuzz_gof_samples_through_the_binary() {
         // Valid files half the time: a good file with pieces appended.
         let pieces: String = (0..next() % 80).map(|_| atoms[next() % atoms.len()]).collect();
         let text = if next() % 2 == 0 { good_samples() + &pieces } else { pieces };
-        let r = t.run(
-            || format!("{text:?}"),
-            || {
-                let _ = std::fs::remove_file(&out);
-                std::fs::write(&samples, &text).unwrap();
-                let r =
-                    dlp(&["gof", "--test", "kdsd", "--model", &m, "--samples", &sm, "--output", &o, "--reps", "10"]);
-                if r.status.success() {
-                    return if out.exists() { Ok(()) } else { Err("exit 0 without output".into()) };
-                }
-                rejected(&r, &out, &["s.csv"])
-            },
-        );
+        let r = t.run(&text, || {
+            let _ = std::fs::remove_file(&out);
+            std::fs::write(&samples, &text).unwrap();
+            let r = dlp(&["gof", "--test", "kdsd", "--model", &m, "--samples", &sm, "--output", &o, "--reps", "10"]);
+            if r.status.success() {
+                return if out.exists() { Ok(()) } else { Err("exit 0 without output".into()) };
+            }
+            rejected(&r, &out, &["s.csv"])
+        });
         if let Err(e) = r {
             panic!("fuzz gof-binary: input {i}: {e}\ninput: {text:?}");
         }

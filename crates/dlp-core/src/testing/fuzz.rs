@@ -6,6 +6,7 @@
 //! `DLP_FUZZ_CASES` (10^7 by default there) and runs the same tests in release, and every
 //! target prints its count and time when it ends (`--nocapture` shows it).
 
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,74 +29,101 @@ pub fn limit() -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// The input being tried and when it started, shared with the watchdog thread.
-struct Current {
-    started: Option<Instant>,
-    input: String,
+/// What a target shares with its watchdog thread. The per-input cost is one atomic store at
+/// each end and one uncontended lock to park a clone of the input: the input is rendered
+/// (`{:?}`) only when it hangs or fails, never on the hot path (rendering every input cost
+/// more than parsing it).
+struct Shared {
+    /// Nanoseconds from the target's start to the start of the input being tried, plus one;
+    /// 0 while none is.
+    started: AtomicU64,
+    /// Inputs tried so far.
+    count: AtomicU64,
+    /// A clone of the input being tried, for the hang report.
+    input: Mutex<Option<Box<dyn Debug + Send>>>,
+    stop: AtomicBool,
 }
 
 /// One fuzz target: counts inputs, times them, and aborts the process (printing the input) when
 /// one runs past [`limit`], since a hung parser would otherwise hang the test run. Prints
-/// `fuzz <name>: <count> inputs in <s> s (<µs>/input)` when dropped.
+/// `fuzz <name>: <count> inputs, <s> s` every [`PROGRESS`] (so that a long run stopped early
+/// still says how far it got) and `fuzz <name>: <count> inputs in <s> s (<µs>/input)` when
+/// dropped.
 pub struct Target {
     name: String,
     start: Instant,
-    count: AtomicU64,
-    current: Arc<Mutex<Current>>,
-    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     limit: Duration,
 }
+
+/// How often a running target prints its count to stderr.
+pub const PROGRESS: Duration = Duration::from_secs(60);
 
 impl Target {
     /// Starts the target `name` and its watchdog.
     pub fn new(name: &str) -> Target {
-        let current = Arc::new(Mutex::new(Current { started: None, input: String::new() }));
-        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            started: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+            input: Mutex::new(None),
+            stop: AtomicBool::new(false),
+        });
+        let start = Instant::now();
         let limit = limit();
-        let (c, s, n) = (current.clone(), stop.clone(), name.to_string());
+        let (sh, n) = (shared.clone(), name.to_string());
         std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
+            let mut last = Instant::now();
+            while !sh.stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
-                let cur = c.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(t) = cur.started
-                    && t.elapsed() > limit
-                {
-                    // A hang cannot be unwound from another thread: report and end the process.
-                    eprintln!("fuzz {n}: input ran past {limit:?} (hang?): {}", cur.input);
-                    std::process::abort();
+                let started = sh.started.load(Ordering::Acquire);
+                if started > 0 && start.elapsed().saturating_sub(Duration::from_nanos(started - 1)) > limit {
+                    // The input parked under the lock is the one that started at `started`
+                    // unless the main thread moved on meanwhile (then `started` changed).
+                    let input = sh.input.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(input) = input.as_deref()
+                        && sh.started.load(Ordering::Acquire) == started
+                    {
+                        // A hang cannot be unwound from another thread: report and end the
+                        // process.
+                        eprintln!("fuzz {n}: input ran past {limit:?} (hang?): {input:?}");
+                        std::process::abort();
+                    }
+                }
+                if last.elapsed() >= PROGRESS {
+                    last = Instant::now();
+                    let c = sh.count.load(Ordering::Relaxed);
+                    eprintln!("fuzz {n}: {c} inputs, {:.0} s", start.elapsed().as_secs_f64());
                 }
             }
         });
-        Target { name: name.into(), start: Instant::now(), count: AtomicU64::new(0), current, stop, limit }
+        Target { name: name.into(), start, shared, limit }
     }
 
-    /// Runs `f` on one input (`show` renders it for the hang report and for failures), under
-    /// the watchdog, and checks that it finished within [`limit`].
-    pub fn run<R>(&self, show: impl FnOnce() -> String, f: impl FnOnce() -> R) -> R {
-        let input = show();
-        {
-            let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            cur.started = Some(Instant::now());
-            cur.input.clone_from(&input);
-        }
+    /// Runs `f` on `input` under the watchdog (which holds a clone of `input` to print should
+    /// it hang), and checks that it finished within [`limit`]; `input` is rendered with `{:?}`
+    /// only in those reports.
+    pub fn run<I: Debug + Clone + Send + 'static, R>(&self, input: &I, f: impl FnOnce() -> R) -> R {
+        *self.shared.input.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(input.clone()));
         let t0 = Instant::now();
+        let since = t0.saturating_duration_since(self.start).as_nanos() as u64;
+        self.shared.started.store(since + 1, Ordering::Release);
         let r = f();
         let took = t0.elapsed();
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).started = None;
-        self.count.fetch_add(1, Ordering::Relaxed);
-        assert!(took <= self.limit, "fuzz {}: input took {took:?} (limit {:?}): {input}", self.name, self.limit);
+        self.shared.started.store(0, Ordering::Release);
+        self.shared.count.fetch_add(1, Ordering::Relaxed);
+        assert!(took <= self.limit, "fuzz {}: input took {took:?} (limit {:?}): {input:?}", self.name, self.limit);
         r
     }
 
     /// Inputs tried so far.
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.shared.count.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for Target {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         let n = self.count();
         let s = self.start.elapsed().as_secs_f64();
         let per = if n > 0 { s * 1e6 / n as f64 } else { 0.0 };
@@ -167,7 +195,7 @@ mod tests {
     fn target_counts_inputs() {
         let t = Target::new("self-test");
         for i in 0..3 {
-            assert_eq!(t.run(|| format!("{i}"), || i * 2), i * 2);
+            assert_eq!(t.run(&i, || i * 2), i * 2);
         }
         assert_eq!(t.count(), 3);
     }
