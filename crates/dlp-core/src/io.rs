@@ -46,7 +46,11 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         // The test hook: half the bytes are in the temporary file when the kill comes.
         tmp.write_all(&bytes[..bytes.len() / 2])?;
         tmp.flush()?;
-        std::fs::write(&marker, path.to_string_lossy().as_bytes())?;
+        // The marker appears whole (written beside it, then renamed): the test reads it as soon
+        // as it exists, and once read an empty one before the write had landed.
+        let partial = format!("{marker}.partial");
+        std::fs::write(&partial, path.to_string_lossy().as_bytes())?;
+        std::fs::rename(&partial, &marker)?;
         std::thread::sleep(std::time::Duration::from_secs(60));
         std::process::abort();
     }
