@@ -318,9 +318,32 @@ pub fn gof_rbm_pair(
     Ok((p, q))
 }
 
-/// Rejections at level `alpha` of KDSD, GF-KSD (relaxed surrogate, the one "chosen as in
-/// sampling" for the RBM, and gaussian) and MMD of `xs` (drawn from q) against p, with `ys`
-/// drawn from p for MMD; `boot` bootstrap / permutation replicates.
+/// KDSD, GF-KSD with the relaxed surrogate (the one "chosen as in sampling" for the RBM) and
+/// GF-KSD with the gaussian one, of `xs` against p: each U-statistic with its multinomial
+/// bootstrap of `boot` replicates.
+pub fn stein_outcomes(
+    p: &dlp_models::Rbm,
+    xs: &[u32],
+    boot: usize,
+    seed: u64,
+) -> Result<[dlp_gof::bootstrap::NullOutcome; 3]> {
+    use dlp_gof::{Bandwidth, BaseKernel, Bootstrap, GfksdOptions, KdsdOptions, NullTest, Statistic, Surrogate};
+    let null = NullTest { statistic: Statistic::U, bootstrap: Bootstrap::Multinomial, reps: boot, seed };
+    let k = dlp_gof::kdsd_test(p, xs, &KdsdOptions { kernel: BaseKernel::default(), null })?.null;
+    let relax =
+        dlp_core::lift::Relaxation::from_capabilities(&p.capabilities()).ok_or_else(|| anyhow!("no RBM view"))?;
+    let gf = |surrogate| -> Result<dlp_gof::bootstrap::NullOutcome> {
+        let o = GfksdOptions { surrogate, bandwidth: Bandwidth::Median, null, jitter: None };
+        Ok(dlp_gof::gfksd_test(p, xs, &o)?.null)
+    };
+    Ok([k, gf(Surrogate::Relaxed(relax))?, gf(Surrogate::Gaussian)?])
+}
+
+/// Rejections at level `alpha` of the three Stein tests of [`stein_outcomes`] and MMD of `xs`
+/// (drawn from q) against p, with `ys` drawn from p for MMD; `boot` bootstrap / permutation
+/// replicates. With `model_null` (replicates of the three statistics on data sets drawn from p,
+/// see `004-fig5 --bootstrap model`) the Stein tests' p-values are against it instead of their
+/// bootstraps (a Monte Carlo test: exact level when those data sets are drawn as `xs` is).
 pub fn gof_rejections(
     p: &dlp_models::Rbm,
     xs: &[u32],
@@ -328,20 +351,14 @@ pub fn gof_rejections(
     boot: usize,
     alpha: f64,
     seed: u64,
+    model_null: Option<&[[f64; 3]]>,
 ) -> Result<[bool; 4]> {
-    use dlp_gof::{
-        Bandwidth, BaseKernel, Bootstrap, GfksdOptions, KdsdOptions, MmdOptions, NullTest, Statistic, Surrogate,
+    let stein = stein_outcomes(p, xs, boot, seed)?;
+    let pv = |t: usize| match model_null {
+        None => stein[t].p_value,
+        Some(null) => dlp_gof::p_value(stein[t].statistic, &null.iter().map(|r| r[t]).collect::<Vec<_>>()),
     };
-    let null = NullTest { statistic: Statistic::U, bootstrap: Bootstrap::Multinomial, reps: boot, seed };
-    let k = dlp_gof::kdsd_test(p, xs, &KdsdOptions { kernel: BaseKernel::default(), null })?.null.p_value;
-    let relax =
-        dlp_core::lift::Relaxation::from_capabilities(&p.capabilities()).ok_or_else(|| anyhow!("no RBM view"))?;
-    let gf = |surrogate| -> Result<f64> {
-        let o = GfksdOptions { surrogate, bandwidth: Bandwidth::Median, null, jitter: None };
-        Ok(dlp_gof::gfksd_test(p, xs, &o)?.null.p_value)
-    };
-    let (g_rel, g_gau) = (gf(Surrogate::Relaxed(relax))?, gf(Surrogate::Gaussian)?);
-    let mmd = MmdOptions { scale: 1.0, statistic: Statistic::U, reps: boot, seed };
+    let mmd = dlp_gof::MmdOptions { scale: 1.0, statistic: dlp_gof::Statistic::U, reps: boot, seed };
     let m = dlp_gof::mmd_test(p.space(), xs, ys, &mmd)?.p_value;
-    Ok([k, g_rel, g_gau, m].map(|pv| pv <= alpha))
+    Ok([pv(0), pv(1), pv(2), m].map(|pv| pv <= alpha))
 }
