@@ -1,18 +1,18 @@
-//! Milliseconds per step of the device-resident RBM samplers (`dlp_candle::device_rbm`) on a
+//! Milliseconds per step of the device-resident RBM samplers (`dlp_device::device_rbm`) on a
 //! random 784 × 500 RBM drawn as the official `rbm_sample.py` does without data (W ~ N(0, 0.05),
 //! b, c ~ N(0, 1)), at 100 and 1,000 chains: DMALA (α = 0.2), DULA (α = 0.1), block Gibbs and
 //! single-site Gibbs (`gibbs`, the per-step work of `bg-1`), the step sizes of `bench/peer`.
 //! Each configuration runs WARM steps, synchronises, then times STEPS steps and a final
 //! `sync`; one JSON line each.
 //!
-//! `cargo run --release -p dlp-candle --example device_rbm_bench [-- DEVICE STEPS WARM]`
+//! `cargo run --release -p dlp-device --example device_rbm_bench [-- DEVICE STEPS WARM]`
 //! (DEVICE `cpu` by default; `cuda:0` in a build with `--features cuda`).
 
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
-use dlp_candle::{device, device_name};
 use dlp_core::DomainKind;
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_rbm::{DeviceRbm, RbmSampler};
 use dlp_models::Rbm;
+use dlp_tensor::{device, device_name};
 use rand::{RngExt, SeedableRng};
 use std::time::Instant;
 

@@ -1,12 +1,12 @@
-//! Times the device lattice kernel (`dlp_candle::device_lattice`): DULA and DMALA on the
+//! Times the device lattice kernel (`dlp_device::device_lattice`): DULA and DMALA on the
 //! paper's L × L periodic Ising lattice (σ = 0.1, no field), `chains` chains from random
 //! starts, on the device named by the first argument; prints ns per spin per step.
 //!
-//! `cargo run --release -p dlp-candle --example lattice_bench -- [cpu|cuda:N] [L] [chains]`
+//! `cargo run --release -p dlp-device --example lattice_bench -- [cpu|cuda:N] [L] [chains]`
 //! (defaults: cpu, 100, 1024; `--features cuda` for a GPU).
 
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_models::IsingModel;
 use rand::RngExt;
 use std::time::Instant;
@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device_name = args.first().map_or("cpu", String::as_str);
     let l: usize = args.get(1).map_or(Ok(100), |s| s.parse())?;
     let chains: usize = args.get(2).map_or(Ok(1024), |s| s.parse())?;
-    let device = dlp_candle::device(device_name)?;
+    let device = dlp_tensor::device(device_name)?;
     let model = IsingModel::paper_lattice(l, 0.1, 0.0);
     let d = l * l;
     let mut rng = dlp_core::setup_rng(1);

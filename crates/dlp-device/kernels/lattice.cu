@@ -1,5 +1,5 @@
 // DULA / DMALA on a periodic R x C Ising lattice (one coupling, one field, spin or binary):
-// the CUDA kernels of crates/dlp-candle/src/device_lattice.rs. Each kernel has a CPU twin
+// the CUDA kernels of crates/dlp-device/src/device_lattice.rs. Each kernel has a CPU twin
 // there that computes the same function (same Philox counters and purposes, same integer
 // thresholds, the same f64 expression in the same order); keep the two in step.
 //

@@ -1,5 +1,5 @@
 // Philox4x32-10 for dlp's device-resident samplers: the same function as
-// crates/dlp-candle/src/philox.rs (whose tests pin it to Random123's known answers); keep the
+// crates/dlp-device/src/philox.rs (whose tests pin it to Random123's known answers); keep the
 // two in step. Counter layout [index, purpose, step, chain], key = key_of_seed(seed).
 #pragma once
 #include <stdint.h>

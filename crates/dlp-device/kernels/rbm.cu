@@ -1,4 +1,4 @@
-// The fused elementwise kernels of dlp-candle's device RBM samplers (src/device_rbm.rs, whose
+// The fused elementwise kernels of dlp-device's device RBM samplers (src/device_rbm.rs, whose
 // CPU twins compute the same functions: keep the two in step). The RBM is the binary form
 // f(x) = b·x + Σ_k softplus(a_k), a = c + Wᵀx (spin visibles are folded into b, W, c on the host),
 // all f32. G holds the raw gradient product σ(a)·Wᵀ; the kernels add b themselves.

@@ -34,7 +34,7 @@ pub trait DeviceChains: Send {
     /// Per chain, the MH acceptance probability min(1, e^A) and the number of coordinates the
     /// proposal would change, of the last step, where the backend keeps them at no cost (the
     /// lattice CPU twin's DMALA); `None` elsewhere, and for samplers without an MH test.
-    /// `dlp_candle::device_samplers` turns them into `StepInfo`s.
+    /// `dlp_device::device_samplers` turns them into `StepInfo`s.
     fn last_proposals(&self) -> Option<Vec<(f64, u32)>> {
         None
     }

@@ -1,6 +1,6 @@
 //! [`DeviceDlp`]: DULA and DMALA on any binary tensor target whose f and ∇f a candle graph
-//! computes on the device ([`DeviceEnergy`]: [`TensorRbm`](crate::TensorRbm),
-//! [`TensorBnn`](crate::TensorBnn), [`ResNetEbm`](crate::ebm::ResNetEbm)), with the chains,
+//! computes on the device ([`DeviceEnergy`]: [`TensorRbm`](dlp_tensor::TensorRbm),
+//! [`TensorBnn`](dlp_tensor::TensorBnn), [`ResNetEbm`](dlp_tensor::ebm::ResNetEbm)), with the chains,
 //! their caches and their random numbers kept on a candle [`Device`] (a CUDA GPU with the
 //! `cuda` feature; on the CPU the same algorithm runs through each kernel's Rust twin).
 //!
@@ -34,7 +34,7 @@
 //! **Random numbers** are [`crate::device_rbm`]'s: chain j of a run seeded s draws from
 //! Philox4x32-10 keyed by [`key_of_seed`]`(s)` with counter `[index, purpose, step, j]`,
 //! site i from word i mod 4 of block i / 4 of [`PURPOSE_FLIP`], DMALA's MH uniform from
-//! block 0 of [`PURPOSE_MH`]. So `DeviceDlp` on a [`TensorRbm`](crate::TensorRbm) draws the
+//! block 0 of [`PURPOSE_MH`]. So `DeviceDlp` on a [`TensorRbm`](dlp_tensor::TensorRbm) draws the
 //! proposals of [`DeviceRbm`](crate::device_rbm::DeviceRbm) on the same RBM from the same
 //! streams; its f and ∇f come from candle's autograd instead of the RBM's folded products
 //! and differ from them by f32 rounding, so the two paths agree except at a near tie (a
@@ -53,24 +53,12 @@
 use crate::device_chains::{DeviceChains, accepted_counts, bits_of};
 use crate::device_rbm::{chain_count, cpu_accept, cpu_propose, half_inv_step_size};
 use crate::philox::key_of_seed;
-use crate::{Error, build_error, device_name};
 use candle_core::{DType, Device, Tensor};
-use dlp_core::Space;
+use dlp_tensor::DeviceEnergy;
+use dlp_tensor::{Error, build_error, device_name};
 use std::sync::Arc;
 
 pub use crate::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
-
-/// A binary target whose f and ∇f (with respect to the bits) a candle graph computes on a
-/// device from a device tensor of states: what [`DeviceDlp`] needs of a model.
-pub trait DeviceEnergy: Send + Sync {
-    /// The device the model's parameters live on and its graph runs on.
-    fn device(&self) -> &Device;
-    /// The state space (binary, or spin with gradients with respect to the bit).
-    fn space(&self) -> &Space;
-    /// f (n) and ∇f with respect to the bits (n × d), f32 on the device, for the f32 0/1
-    /// state matrix `x` (n × d) on the device. Rows must be evaluated independently.
-    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)>;
-}
 
 /// Which sampler a [`DeviceDlp`] runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -303,12 +291,12 @@ mod gpu {
     //! buffers they own (`&mut CudaSlice`) or fresh ones.
 
     use super::{DeviceEnergy, DlpKind, checked_energy_grad};
-    use crate::Error;
     use crate::device_rbm::gpu::{MODULE, launch_accept, launch_propose};
     use crate::kernels::{cuda_func, cuda_slice as slice, cuda_tensor as tensor};
     use candle_core::cuda_backend::CudaDevice;
     use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaStream};
     use candle_core::{Result, Tensor};
+    use dlp_tensor::Error;
     use std::sync::Arc;
 
     // One value per run, replaced in place at most once per step: the size difference of the
@@ -358,7 +346,7 @@ mod gpu {
             d: usize,
             start: impl Fn(&Tensor) -> std::result::Result<(Tensor, Tensor), Error>,
         ) -> std::result::Result<Self, Error> {
-            let be = |e| crate::build_error(&candle_core::Device::Cuda(dev.clone()), e);
+            let be = |e| dlp_tensor::build_error(&candle_core::Device::Cuda(dev.clone()), e);
             let ptx = crate::dlp_ptx!("rbm");
             let func = |name: &str| cuda_func(dev, MODULE, ptx, name).map_err(be);
             let x = tensor(dev.clone_htod(x0).map_err(be)?, dev, (n, d));
@@ -453,10 +441,10 @@ mod gpu {
 mod tests {
     use super::*;
     use crate::device_rbm::{mh_log_ratio_row, propose_row};
-    use crate::{TensorBnn, TensorRbm};
     use dlp_core::{DomainKind, Target};
     use dlp_models::{BnnModel, Rbm};
     use dlp_samplers::dlp::DlpProposal;
+    use dlp_tensor::{TensorBnn, TensorRbm};
     use rand::{RngExt, SeedableRng};
 
     /// One DMALA step of every chain from `x0` on `energy`, against f64 references from the

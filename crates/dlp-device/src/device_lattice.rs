@@ -67,13 +67,13 @@
 //! ulp of the correctly rounded result Rust's libm gives), so a DMALA decision could differ
 //! when ln u and A are within an ulp of each other — probability ~1e-16 per proposal.
 
-use crate::Error;
 use crate::device_chains::DeviceChains;
 use crate::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
 use candle_core::Device;
 use dlp_core::Target;
 use dlp_core::math::{sigmoid, softplus};
 use dlp_samplers::fast::Threshold;
+use dlp_tensor::Error;
 use rayon::prelude::*;
 
 /// Number of site classes on the 2-D torus: bit × number of up neighbours (0..=4).
@@ -265,14 +265,16 @@ impl DeviceLattice {
                     )));
                 }
                 Backend::Cuda(
-                    cuda::CudaChains::new(dev, &lat, &spins, &hist)
-                        .map_err(|e| Error::Device { device: crate::device_name(device), message: e.to_string() })?,
+                    cuda::CudaChains::new(dev, &lat, &spins, &hist).map_err(|e| Error::Device {
+                        device: dlp_tensor::device_name(device),
+                        message: e.to_string(),
+                    })?,
                 )
             }
             _ => {
                 return Err(Error::Param(format!(
                     "the device lattice kernel runs on the CPU or a CUDA device, not {}",
-                    crate::device_name(device)
+                    dlp_tensor::device_name(device)
                 )));
             }
         };

@@ -81,9 +81,9 @@
 
 use crate::device_chains::{DeviceChains, accepted_counts, bits_of};
 use crate::philox::{counter, key_of_seed, philox4x32_10, u01_of_u64, u64_of};
-use crate::{Error, build_error, device_name};
 use candle_core::{Device, Tensor};
 use dlp_models::Rbm;
+use dlp_tensor::{Error, build_error, device_name};
 use rayon::prelude::*;
 
 /// Threads per block of the kernels (one block per chain); the CPU twin's reduction order

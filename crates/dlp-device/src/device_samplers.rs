@@ -26,12 +26,12 @@
 use crate::device_chains::DeviceChains;
 use crate::device_lattice::{DeviceLattice, LatticeSampler};
 use crate::device_rbm::{DeviceRbm, RbmSampler};
-use crate::{Error, device_name};
 use candle_core::Device;
 use dlp_core::{Batch, ChainRng, Chains, Coupling, DomainKind, EvalError, Sampler, SamplerError, StepInfo, Target};
 use dlp_models::Rbm;
 use dlp_samplers::SamplerParams;
 use dlp_samplers::registry::{DeviceKernel, REGISTRY, find};
+use dlp_tensor::{Error, device_name};
 
 /// The device kernel of the registry's sampler `name`; an error naming the samplers that have
 /// one when it is unknown or has none.

@@ -8,14 +8,14 @@
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use dlp_candle::bert::{BertMlm, WeightLayout, random_weights};
-use dlp_candle::binary_nn::BinaryNet;
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
-use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
-use dlp_candle::{TensorBnn, TensorPotts, TensorRbm};
 use dlp_core::{Batch, ContinuousTarget, DomainKind, Space, Target, setup_rng};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_models::{BnnModel, Couplings, IsingModel, PottsModel, Rbm};
+use dlp_papers::binary_nn::BinaryNet;
+use dlp_tensor::bert::{BertMlm, WeightLayout, random_weights};
+use dlp_tensor::ebm::{ResNetConfig, ResNetEbm};
+use dlp_tensor::{TensorBnn, TensorPotts, TensorRbm};
 use rand::RngExt;
 
 mod common;
@@ -215,8 +215,8 @@ fn cuda_kernels_equal_the_cpu_twin() {
 #[test]
 #[cfg_attr(not(feature = "cuda"), ignore = "GPU tier: needs a CUDA GPU and the cuda feature (just check-cuda)")]
 fn device_dlp_on_cuda_matches_the_cpu_twin() {
-    use dlp_candle::device_chains::DeviceChains;
-    use dlp_candle::device_dlp::{DeviceDlp, DlpKind};
+    use dlp_device::device_chains::DeviceChains;
+    use dlp_device::device_dlp::{DeviceDlp, DlpKind};
     use std::sync::Arc;
     let Some(gpu) = gpu() else { return };
     let (d, m, n, steps) = (50, 20, 64, 20u64);

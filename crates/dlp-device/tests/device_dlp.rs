@@ -1,4 +1,4 @@
-//! Device-resident DULA / DMALA on generic tensor targets (`dlp_candle::device_dlp`) on the
+//! Device-resident DULA / DMALA on generic tensor targets (`dlp_device::device_dlp`) on the
 //! CPU device: every step reconstructed in f64 from the documented Philox streams and the CPU
 //! models' own f and ∇f (TensorRbm binary and spin, TensorBnn), the law after T steps against
 //! dlp-exact's transition matrices (RBM: DULA and DMALA; BNN: DMALA from π), streams
@@ -6,14 +6,15 @@
 //! test and input errors.
 
 use candle_core::{DType, Device, Tensor};
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_dlp::{DeviceDlp, DeviceEnergy, DlpKind};
-use dlp_candle::device_rbm::{DeviceRbm, RbmSampler};
-use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
-use dlp_candle::philox::key_of_seed;
-use dlp_candle::{TensorBnn, TensorRbm};
 use dlp_core::{DomainKind, Space, Target};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_dlp::{DeviceDlp, DlpKind};
+use dlp_device::device_rbm::{DeviceRbm, RbmSampler};
+use dlp_device::philox::key_of_seed;
 use dlp_models::BnnModel;
+use dlp_tensor::DeviceEnergy;
+use dlp_tensor::ebm::{ResNetConfig, ResNetEbm};
+use dlp_tensor::{TensorBnn, TensorRbm};
 use nalgebra::DMatrix;
 use rand::{RngExt, SeedableRng};
 use std::sync::Arc;

@@ -1,18 +1,18 @@
-//! The device lattice kernel (`dlp_candle::device_lattice`) on the CPU device (its CPU twin):
+//! The device lattice kernel (`dlp_device::device_lattice`) on the CPU device (its CPU twin):
 //! exact flip probabilities against the CPU fast path and the generic DLP logits on every
 //! state of small tori, DMALA's acceptance ratio against the generic formula, agreement in
 //! law with the exact stationary laws of `dlp-exact`, per-chain streams, bad input, and the
 //! CUDA source compiled for the host by g++ against the twin. The GPU kernels against the twin
 //! bit for bit: `tests/cuda.rs`.
 
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
-use dlp_candle::{Device, Error};
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_lattice::{DeviceLattice, LatticeSampler};
 use dlp_models::IsingModel;
 use dlp_samplers::dlp::{DlpProposal, log_accept_ratio};
 use dlp_samplers::fast::ising::IsingDlpChains;
+use dlp_tensor::{Device, Error};
 use rand::RngExt;
 
 mod common;
@@ -322,7 +322,7 @@ fn cuda_source_run_on_the_host_equals_the_cpu_twin() {
         let x0 = random_rows(n, d, (rows * 1000 + cols) as u64);
         let kind = if mh { LatticeSampler::Dmala { alpha } } else { LatticeSampler::Dula { alpha } };
         let mut lat = DeviceLattice::new(&m, kind, &x0, seed, &Device::Cpu).unwrap();
-        let key = dlp_candle::philox::key_of_seed(seed);
+        let key = dlp_device::philox::key_of_seed(seed);
         let join = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(" ");
         let mut input = format!("{rows} {cols} {n} {} {} {steps} {} {}\n", spin as u8, mh as u8, key[0], key[1]);
         input += &format!("{} {}\n", w.to_bits(), b.to_bits());

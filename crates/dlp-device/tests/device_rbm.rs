@@ -1,13 +1,13 @@
-//! Device-resident RBM chains (`dlp_candle::device_rbm`: DULA, DMALA, block and single-site
+//! Device-resident RBM chains (`dlp_device::device_rbm`: DULA, DMALA, block and single-site
 //! Gibbs) on the CPU device: every step reconstructed in f64 from the documented Philox
 //! streams, streams independent of the number of chains, the law after T steps against
 //! dlp-exact's transition matrices, input errors, and the CUDA source of the kernels compiled
 //! for the host by g++ against the CPU twin. The same checks on cuda:0: `tests/cuda.rs`.
 
 use candle_core::Device;
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler};
 use dlp_core::DomainKind;
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler};
 use dlp_models::Rbm;
 use rand::RngExt;
 
@@ -163,7 +163,7 @@ fn bit_patterns(v: &[f32]) -> Vec<u32> {
 #[test]
 fn each_kernel_run_on_the_host_equals_its_cpu_twin() {
     use common::emu::{ACCEPT, BERNOULLI, Buf, GIBBS_SITE, HIDDEN, PROPOSE, RbmKernels};
-    use dlp_candle::device_rbm::{bernoulli_row, cpu_accept, cpu_propose, gibbs_site_row, hidden_row};
+    use dlp_device::device_rbm::{bernoulli_row, cpu_accept, cpu_propose, gibbs_site_row, hidden_row};
     let dir = tempfile::tempdir().unwrap();
     let Some(exe) = common::emu::build(dir.path(), "rbm_emu") else {
         return;

@@ -18,10 +18,10 @@
 //! [`MlmTrainer::resume`] continues the same run (tested: equal to an uninterrupted run).
 //! AdamW is [`crate::train::Adam`] (the moments live in the checkpoint).
 
-use crate::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
 use dlp_core::rng::{derive_seed, setup_rng};
+use dlp_tensor::bert::{BertConfig, BertMlm, HiddenAct, WeightLayout, random_weights};
 use rand::RngExt;
 use rand::seq::index::sample;
 use std::collections::HashMap;
@@ -327,7 +327,8 @@ impl MlmTrainer {
     pub fn resume(cfg: &BertConfig, tc: MlmTrainConfig, device: &Device, path: &Path) -> Result<Self, TrainError> {
         tc.check(cfg)?;
         let bad = |m: String| TrainError::Checkpoint { path: path.display().to_string(), message: m };
-        let mut map = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| bad(crate::candle_message(&e)))?;
+        let mut map =
+            candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| bad(dlp_tensor::candle_message(&e)))?;
         let meta = map.remove("meta.step_seed").ok_or_else(|| bad("no meta.step_seed".into()))?.to_vec1::<u32>()?;
         let seed = ((meta[1] as u64) << 32) | meta[2] as u64;
         if seed != tc.seed {

@@ -15,10 +15,10 @@
 //!
 //! Adam is [`crate::train::Adam`] (the moments live in the checkpoint).
 
-use crate::ebm::{Params, ResNetConfig, ResNetEbm};
 use candle_core::{DType, Device, Tensor};
 use dlp_core::rng::{chain_rngs, derive_seed, setup_rng};
 use dlp_core::{Batch, Sampler, StepInfo, Target};
+use dlp_tensor::ebm::{Params, ResNetConfig, ResNetEbm};
 use rand::RngExt;
 use std::collections::HashMap;
 use std::path::Path;
@@ -265,7 +265,7 @@ impl PcdTrainer {
     ) -> Result<Self, TrainError> {
         check(&cfg)?;
         let ck = |e: String| TrainError::Checkpoint { path: path.display().to_string(), message: e };
-        let map = candle_core::safetensors::load(path, device).map_err(|e| ck(crate::candle_message(&e)))?;
+        let map = candle_core::safetensors::load(path, device).map_err(|e| ck(dlp_tensor::candle_message(&e)))?;
         let get = |k: &str| map.get(k).cloned().ok_or_else(|| ck(format!("no tensor {k}")));
         let ints: Vec<u64> = get("meta/ints")?.to_vec1::<i64>()?.into_iter().map(|v| v as u64).collect();
         let floats: Vec<f64> = get("meta/floats")?.to_vec1::<f64>()?;

@@ -1,9 +1,9 @@
-//! What the two trainers of this crate share ([`crate::bert_train`]: the stand-in MLM;
+//! What the two tensor trainers of this crate share ([`crate::bert_train`]: the stand-in MLM;
 //! [`crate::ebm_train`]: the deep EBM by PCD): their error type, one Adam(W) update whose
 //! moments the caller owns, and the atomic safetensors write of their checkpoints.
 //!
 //! [`Adam`] is the one Adam of the workspace on tensors (the trainers here and paper 003's
-//! [`crate::mixture`] models); parameters held as `f64` slices use `dlp_core::optim::Adam`, the
+//! `dlp_papers::mixture` models); parameters held as `f64` slices use `dlp_core::optim::Adam`, the
 //! same update in the same operation order except that the learning rate multiplies the step
 //! last here (`(m̂ / (√v̂ + ε)) · lr`, first there), so neither can serve the other's seeded
 //! results bit for bit. It is written out (a few tensor lines) rather than `candle_nn::AdamW`
@@ -43,12 +43,12 @@ pub enum TrainError {
 
 impl From<candle_core::Error> for TrainError {
     fn from(e: candle_core::Error) -> Self {
-        TrainError::Candle(crate::candle_message(&e))
+        TrainError::Candle(dlp_tensor::candle_message(&e))
     }
 }
 
-impl From<crate::Error> for TrainError {
-    fn from(e: crate::Error) -> Self {
+impl From<dlp_tensor::Error> for TrainError {
+    fn from(e: dlp_tensor::Error) -> Self {
         TrainError::Param(e.to_string())
     }
 }

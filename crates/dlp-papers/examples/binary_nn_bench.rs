@@ -4,13 +4,15 @@
 //! (log density and gradient) and the whole `evaluate`, each the best of REPS calls, ROUNDS
 //! rounds. One JSON line per round.
 //!
-//! `cargo run --release -p dlp-candle --example binary_nn_bench [-- REPS ROUNDS]`; candle's CPU
+//! `cargo run --release -p dlp-papers --example binary_nn_bench [-- REPS ROUNDS]`; candle's CPU
 //! backend uses `RAYON_NUM_THREADS` threads (1 is what one chain of the runner gets).
 
-use dlp_candle::binary_nn::BinaryNet;
-use dlp_candle::candle_core::{DType, Device};
 use dlp_core::{Batch, ContinuousTarget};
+use dlp_papers::binary_nn::BinaryNet;
+use dlp_tensor::candle_core::{DType, Device};
 
+// The benchmark helper of dlp-tensor's examples, one copy.
+#[path = "../../dlp-tensor/examples/common/mod.rs"]
 mod common;
 use common::best_ms;
 

@@ -23,9 +23,9 @@
 //! (shared spec bert.md §1) — the tests check every weight gets a gradient and compare it with
 //! central finite differences in f64.
 
-use crate::{Error, build_error, candle_message, device_name};
 use candle_core::{D, DType, Device, Tensor, Var};
 use dlp_core::{Batch, BoxSpace, ContinuousTarget, EvalError};
+use dlp_tensor::{Error, build_error, candle_message, device_name};
 
 /// The binary network's data, architecture and prior on a candle device (see the module doc).
 #[derive(Debug)]

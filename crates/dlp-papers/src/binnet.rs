@@ -22,9 +22,9 @@
 //! every weight by σ̃(w) = tanh(w/2) (004 eq. 21) and every sign activation by σ̃(a). Both
 //! likelihoods are scaled to the full data, log p(D) ≈ (N/B) Σ_{b ∈ batch} log p(y_b | x_b), so
 //! that the score is that of the posterior, ∇log ρ = −w + (N/B) Σ_b ∇ log p̃. The update is
-//! GF-SVGD's direction with the rank weights γ of App. B ([`crate::gf_svgd::weights`] with
+//! GF-SVGD's direction with the rank weights γ of App. B ([`dlp_samplers::gf_svgd::weights`] with
 //! [`Weighting::Rank`], normalised by Ω = Σγ), the Han 2020 median bandwidth, an Adam step
-//! ([`crate::gf_svgd::Update::ascend`]), then a clip to [−1, 1].
+//! ([`dlp_samplers::gf_svgd::Update::ascend`]), then a clip to [−1, 1].
 //!
 //! Minibatches [R]: Alg. 3 draws one batch D_i per particle and computes ρ(w_i; D_i) and
 //! p_c(w_i; D_i) once per particle; eq. (22) writes ∇log ρ(w_j; D_i), which would need n²
@@ -35,8 +35,8 @@
 //! surrogate of Alg. 3 and the straight-through estimator) and the net is two matrix products;
 //! the matrix products themselves are ndarray's.
 
-use crate::gf_svgd::{BandwidthConvention, Optimizer, Weighting, bandwidth, direction, weights};
 use dlp_core::rng::chain_rng;
+use dlp_samplers::gf_svgd::{BandwidthConvention, Optimizer, Weighting, bandwidth, direction, weights};
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::RngExt;
 use rayon::prelude::*;

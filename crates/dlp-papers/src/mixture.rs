@@ -6,7 +6,7 @@
 //! Everything is f64 on the CPU device and every random number comes from the caller's seeded
 //! stream (the Gumbel noise, z, the initial weights), so a seed gives the same run.
 //! Networks are plain matmul + ReLU layers on candle [`Var`]s, trained by the tensor Adam of
-//! [`crate::train::Adam`].
+//! [`dlp_learn::train::Adam`].
 
 use candle_core::{D, Device, Result, Tensor, Var};
 use dlp_core::ChainRng;
@@ -189,7 +189,7 @@ impl RankOneFamily for Mixture {
     }
 }
 
-/// Adam on candle variables: the moments and step count of [`crate::train::Adam`]'s update
+/// Adam on candle variables: the moments and step count of [`dlp_learn::train::Adam`]'s update
 /// (β₁ = 0.9, β₂ = 0.999, ε = 1e−8, no weight decay) for one list of variables.
 pub struct Adam {
     lr: f64,
@@ -214,7 +214,7 @@ impl Adam {
     /// moments; the step count advances for all).
     pub fn step(&mut self, vars: &[Var], loss: &Tensor) -> Result<()> {
         let grads = loss.backward()?;
-        let adam = crate::train::Adam::default();
+        let adam = dlp_learn::train::Adam::default();
         for (k, var) in vars.iter().enumerate() {
             let Some(g) = grads.get(var.as_tensor()) else { continue };
             adam.step(var, g, &mut self.m[k], &mut self.v[k], self.t, self.lr, 0.0)?;

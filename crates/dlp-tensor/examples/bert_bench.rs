@@ -2,16 +2,16 @@
 //! the CPU for a batch of chains of one sequence, against a plain forward (all logits), one JSON
 //! line (medians of the timed calls after one warm-up).
 //!
-//! `cargo run --release -p dlp-candle --example bert_bench -- [DIR] [chains] [residues] [reps]`
+//! `cargo run --release -p dlp-tensor --example bert_bench -- [DIR] [chains] [residues] [reps]`
 //! Defaults: data/cache/antiberty (`just data antiberty`), 25 chains, 120 residues (+ [CLS],
 //! [SEP]), 25 % of them masked, 5 reps. The residues are seeded random amino acids: the cost
 //! does not depend on them. `RAYON_NUM_THREADS` sets candle's CPU threads.
 
-use dlp_candle::Device;
-use dlp_candle::bert::{BertMlm, InfillTarget};
-use dlp_candle::candle_core::{Tensor, utils::get_num_threads};
 use dlp_core::Target;
 use dlp_core::rng::setup_rng;
+use dlp_tensor::Device;
+use dlp_tensor::bert::{BertMlm, InfillTarget};
+use dlp_tensor::candle_core::{Tensor, utils::get_num_threads};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ fn main() {
     let dir = PathBuf::from(args.first().cloned().unwrap_or_else(|| "data/cache/antiberty".into()));
     let num = |i: usize, d: usize| args.get(i).map(|a| a.parse().expect("integer argument")).unwrap_or(d);
     let (chains, residues, reps) = (num(1, 25), num(2, 120), num(3, 5).max(1));
-    dlp_candle::keep_freed_buffers(); // as `table3` and `dlp infill` do
+    dlp_tensor::keep_freed_buffers(); // as `table3` and `dlp infill` do
     let t = Instant::now();
     let (model, vocab) = BertMlm::load(&dir, &Device::Cpu).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let load_s = t.elapsed().as_secs_f64();

@@ -5,16 +5,16 @@
 //! tensor path's largest |f − f_native| at the same precision. One JSON line per
 //! (H, backend, precision).
 //!
-//! `cargo run --release -p dlp-candle --example bnn_bench [-- DEVICE REPS]` (DEVICE `cpu`
+//! `cargo run --release -p dlp-tensor --example bnn_bench [-- DEVICE REPS]` (DEVICE `cpu`
 //! by default; `cuda:0` in a build with `--features cuda`). The native kernel runs on one
 //! thread (the sampler runner parallelises over chain groups); candle's CPU backend uses
 //! `RAYON_NUM_THREADS` threads: set it to 1 for a like-for-like CPU comparison.
 
-use dlp_candle::candle_core::DType;
-use dlp_candle::{TensorBnn, device, device_name};
 use dlp_core::Target;
 use dlp_models::BnnModel;
 use dlp_models::bnn::Precision;
+use dlp_tensor::candle_core::DType;
+use dlp_tensor::{TensorBnn, device, device_name};
 
 mod common;
 use common::best_ms;

@@ -1,7 +1,7 @@
-//! Benchmark (not a test): f and ∇_x f of the ResNet energy (`dlp_candle::ebm`) for a batch of
+//! Benchmark (not a test): f and ∇_x f of the ResNet energy (`dlp_tensor::ebm`) for a batch of
 //! binary images on the CPU, one JSON line per configuration (median of the timed calls).
 //!
-//! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-candle --example ebm_bench [-- channels batch reps]`
+//! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-tensor --example ebm_bench [-- channels batch reps]`
 //! (candle's CPU kernels take their thread count from `RAYON_NUM_THREADS`). Defaults: the
 //! paper's ResNet-64 on 28 × 28, batch 100, 5 timed calls after one warm-up.
 //!
@@ -10,11 +10,11 @@
 //! network (`scripts/ebm_peer.py`, PyTorch) can check its values against ours before it is
 //! timed.
 
-use dlp_candle::Device;
-use dlp_candle::candle_core::{self as candle_core, DType, Tensor, utils::get_num_threads};
-use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
 use dlp_core::Target;
 use dlp_core::rng::setup_rng;
+use dlp_tensor::Device;
+use dlp_tensor::candle_core::{self as candle_core, DType, Tensor, utils::get_num_threads};
+use dlp_tensor::ebm::{ResNetConfig, ResNetEbm};
 use rand::RngExt;
 use std::time::Instant;
 
@@ -24,7 +24,7 @@ fn main() {
     let batch = args.get(1).copied().unwrap_or(100);
     let reps = args.get(2).copied().unwrap_or(5).max(1);
     // As the binaries that sample and train this model do (`table1`, `dlp`).
-    dlp_candle::keep_freed_buffers();
+    dlp_tensor::keep_freed_buffers();
     let cfg = ResNetConfig { channels, ..ResNetConfig::paper() };
     let d = cfg.d();
     let model = ResNetEbm::new(cfg, &vec![0.13; d], DType::F32, &Device::Cpu, &mut setup_rng(0)).expect("model");

@@ -5,10 +5,10 @@
 //! candle gets: the workspace turns on gemm's AVX-512 kernels (`x86-v4`, ARCHITECTURE.md);
 //! `avx512f` says whether this CPU has them.
 //!
-//! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-candle --example matmul_bench [-- REPS ROUNDS]`
+//! `RAYON_NUM_THREADS=1 cargo run --release -p dlp-tensor --example matmul_bench [-- REPS ROUNDS]`
 
-use dlp_candle::Device;
-use dlp_candle::candle_core::{Tensor, utils::get_num_threads};
+use dlp_tensor::Device;
+use dlp_tensor::candle_core::{Tensor, utils::get_num_threads};
 use std::time::Instant;
 
 fn main() {

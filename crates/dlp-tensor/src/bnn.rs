@@ -158,7 +158,7 @@ impl TensorModel for TensorBnn {
 
 crate::tensor_target!(TensorBnn);
 
-impl crate::device_dlp::DeviceEnergy for TensorBnn {
+impl crate::DeviceEnergy for TensorBnn {
     fn device(&self) -> &Device {
         &self.device
     }

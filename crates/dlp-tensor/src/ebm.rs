@@ -306,7 +306,7 @@ impl TensorModel for ResNetEbm {
 
 crate::tensor_target!(ResNetEbm);
 
-impl crate::device_dlp::DeviceEnergy for ResNetEbm {
+impl crate::DeviceEnergy for ResNetEbm {
     fn device(&self) -> &Device {
         &self.device
     }

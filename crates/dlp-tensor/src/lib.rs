@@ -1,6 +1,7 @@
-//! dlp-candle: tensor-backed targets. The log-density f and its input gradient ∇f are computed
-//! by [candle](https://github.com/huggingface/candle) on a [`Device`] (the CPU by default, a
-//! CUDA GPU with the `cuda` cargo feature), for the whole batch of chains in one call.
+//! dlp-tensor: tensor-backed targets and the layers they are built from. The log-density f and
+//! its input gradient ∇f are computed by [candle](https://github.com/huggingface/candle) on a
+//! [`Device`] (the CPU by default, a CUDA GPU with the `cuda` cargo feature), for the whole
+//! batch of chains in one call.
 //!
 //! * [`TensorRbm`]: Bernoulli RBM with binary or spin visibles (the convention of
 //!   [`dlp_models::Rbm`]; for spin the gradient is with respect to the bit x = (s + 1)/2).
@@ -8,23 +9,22 @@
 //!   respect to the d × K one-hot matrix), couplings held as a dense d × d tensor.
 //! * [`TensorBnn`]: the binary Bayesian neural network of [`dlp_models::BnnModel`] (Tables 2
 //!   and 4), f32 or f64, all chains in one batched graph, minibatches on the device.
+//! * [`ebm`]: the deep ResNet energy-based model on binary images (Table 4).
+//! * [`bert`]: a BERT masked language model as an infilling target: checkpoint loading, the
+//!   WordPiece vocabulary, the energy of a masked line and its Gibbs sampler.
 //! * [`device`]: `"cpu"` or `"cuda:N"` → a candle [`Device`].
-//! * [`binary_nn`]: the Bayesian binary neural network of paper 001 §6.2 (a continuous target on
-//!   (−1, 1)^d with a minibatch gradient by autograd, and its binarised prediction).
-//! * [`device_lattice`]: DULA / DMALA on a periodic Ising lattice as device-resident chains
-//!   ([`device_chains::DeviceChains`]): CUDA kernels (`kernels/lattice.cu`) and their CPU twin.
-//! * [`device_rbm`]: DULA, DMALA and block Gibbs on a Bernoulli RBM as device-resident chains
-//!   (cuBLAS products and fused kernels, `kernels/rbm.cu`, with their CPU twin).
-//! * [`device_dlp`]: DULA and DMALA as device-resident chains on any binary tensor target
-//!   whose f and ∇f its candle graph computes on the device ([`device_dlp::DeviceEnergy`]).
-//! * [`ksd`]: KDSD's Stein kernel on real-valued one-hot inputs (differentiable through relaxed
-//!   samples; on hard ones the GOF crate's statistic), and [`mixture`]: the KSD-trained
-//!   product and semi-implicit mixture models of paper 003 with their reference target.
+//! * [`DeviceEnergy`]: what the device-resident DULA / DMALA of `dlp-device` need of a model
+//!   (its f and ∇f as device tensors); [`TensorRbm`], [`TensorBnn`] and
+//!   [`ResNetEbm`](ebm::ResNetEbm) provide it.
+//!
+//! Related crates: `dlp-device` holds the device-resident chains and their CUDA kernels,
+//! `dlp-learn` (feature `tensor`) the trainers of these models, `dlp-papers` the models that
+//! exist for one paper's reproduction.
 //!
 //! **Gradients come from candle's autograd**, not from hand-derived formulas: the f32 input
 //! tensor (the bits, or the one-hot matrix for Potts) is a [`candle_core::Var`], f is summed
 //! over the batch and `backward` gives every row's ∇f (rows do not interact, so the sum's
-//! gradient is each row's own). This is the path that BERT, deep-EBM and BNN targets will take.
+//! gradient is each row's own). This is the path that BERT, deep-EBM and BNN targets take.
 //! Tensors are f32; results are converted to f64 on the way out, so they agree with the f64
 //! CPU models to about 1e-6 relative, not bit for bit.
 //!
@@ -38,37 +38,22 @@
 //!
 //! **Two ways to sample a tensor target.** Through the [`dlp_core::Target`] oracle above, any
 //! registered sampler runs unchanged, but each evaluation uploads the `u32` rows and downloads
-//! f and ∇f (states live on the host). The device-resident chains ([`device_chains`],
-//! [`device_lattice`], [`device_rbm`]) keep states, caches and random numbers on the device
-//! and fuse a step's elementwise work into a few custom kernels (`kernels/*.cu`, compiled to
-//! PTX by `build.rs` under the `cuda` feature, with a CPU twin of each for the CPU device and
-//! the tests; random numbers from [`philox`]).
+//! f and ∇f (states live on the host). The device-resident chains of `dlp-device` keep states,
+//! caches and random numbers on the device and fuse a step's elementwise work into a few
+//! custom kernels.
 //!
-//! The `cuda` feature is compiled only on request (it needs `nvcc`: `just build-cuda`,
-//! `just gpu-bundle`) and is never built or tested in CI; `tests/cuda.rs` holds every check
-//! that needs a GPU.
+//! The `cuda` feature is compiled only on request (it needs the CUDA toolkit: `just
+//! build-cuda`, `just gpu-bundle`) and is never built or tested in CI; `dlp-device`'s
+//! `tests/cuda.rs` holds every check that needs a GPU, these targets' included.
 
 #![warn(missing_docs)]
 
 pub mod bert;
-pub mod bert_train;
-pub mod binary_nn;
 mod bnn;
-pub mod device_chains;
-pub mod device_dlp;
-pub mod device_lattice;
-pub mod device_rbm;
-pub mod device_samplers;
 pub mod ebm;
-pub mod ebm_train;
-mod kernels;
-pub mod ksd;
 mod layers;
-pub mod mixture;
-pub mod philox;
 mod potts;
 mod rbm;
-pub mod train;
 
 pub use bnn::TensorBnn;
 pub use candle_core;
@@ -79,9 +64,23 @@ pub use dlp_core::memory::keep_freed_buffers;
 pub use potts::TensorPotts;
 pub use rbm::TensorRbm;
 
-use candle_core::DeviceLocation;
+use candle_core::{DeviceLocation, Tensor};
 use dlp_core::{Batch, EvalError, Space};
 use std::sync::Mutex;
+
+/// A binary target whose f and ∇f (with respect to the bits) a candle graph computes on a
+/// device from a device tensor of states: what `dlp-device`'s `DeviceDlp` needs of a model.
+/// Defined here, beside the models that implement it, so that the device chains depend on
+/// the targets and not the other way round.
+pub trait DeviceEnergy: Send + Sync {
+    /// The device the model's parameters live on and its graph runs on.
+    fn device(&self) -> &Device;
+    /// The state space (binary, or spin with gradients with respect to the bit).
+    fn space(&self) -> &Space;
+    /// f (n) and ∇f with respect to the bits (n × d), f32 on the device, for the f32 0/1
+    /// state matrix `x` (n × d) on the device. Rows must be evaluated independently.
+    fn energy_grad(&self, x: &Tensor) -> candle_core::Result<(Tensor, Tensor)>;
+}
 
 /// Errors building a tensor target or choosing a device.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -91,7 +90,7 @@ pub enum Error {
     UnknownDevice(String),
     /// A CUDA device was asked of a build without the `cuda` feature.
     #[error(
-        "device {0:?} needs the `cuda` feature of dlp-candle, which this build does not have (rebuild with `--features dlp-candle/cuda` on a machine with the CUDA toolkit)"
+        "device {0:?} needs the `cuda` feature of dlp-tensor, which this build does not have (rebuild with `--features dlp-tensor/cuda` on a machine with the CUDA toolkit)"
     )]
     CudaNotBuilt(String),
     /// Model parameters that do not fit together.
@@ -129,7 +128,7 @@ pub fn one_candle_thread_per_chain() {
     }
 }
 
-/// The device named `name`: `"cpu"`, or `"cuda:N"` (`"cuda"` = `"cuda:0"`) when dlp-candle is
+/// The device named `name`: `"cpu"`, or `"cuda:N"` (`"cuda"` = `"cuda:0"`) when dlp-tensor is
 /// built with the `cuda` feature; otherwise a CUDA name is [`Error::CudaNotBuilt`].
 pub fn device(name: &str) -> Result<Device, Error> {
     let name = name.trim();
@@ -345,14 +344,16 @@ pub(crate) fn device_error(device: &str, e: candle_core::Error) -> EvalError {
     EvalError::Device { device: device.to_string(), message: candle_message(&e) }
 }
 
-/// Turns a candle error on `device` into a construction error.
-pub(crate) fn build_error(device: &Device, e: candle_core::Error) -> Error {
+/// Turns a candle error on `device` into a construction error (also for the device chains
+/// and the paper models built on these targets).
+pub fn build_error(device: &Device, e: candle_core::Error) -> Error {
     Error::Device { device: device_name(device), message: candle_message(&e) }
 }
 
 /// candle's message on one line, without the backtrace candle appends when `RUST_BACKTRACE`
-/// is set (the runner reports the error as one line).
-pub(crate) fn candle_message(e: &candle_core::Error) -> String {
+/// is set (the runner reports the error as one line). Public for the crates that report candle
+/// errors of their own (trainers, device chains, paper models).
+pub fn candle_message(e: &candle_core::Error) -> String {
     use candle_core::Error as E;
     let msg = match e {
         E::WithBacktrace { inner, .. } => return candle_message(inner),

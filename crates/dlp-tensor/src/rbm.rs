@@ -137,7 +137,7 @@ impl TensorModel for TensorRbm {
 
 crate::tensor_target!(TensorRbm);
 
-impl crate::device_dlp::DeviceEnergy for TensorRbm {
+impl crate::DeviceEnergy for TensorRbm {
     fn device(&self) -> &Device {
         &self.device
     }

@@ -1,9 +1,9 @@
 //! The tensor targets compute the same f and ∇f as the CPU models (f32 on the device vs f64 on
 //! the host: within 1e-5, relative to the size of the value when it exceeds 1).
 
-use dlp_candle::{Device, TensorPotts, TensorRbm};
 use dlp_core::{Batch, DomainKind, EvalError, Space, Target, setup_rng};
 use dlp_models::{Couplings, PottsModel, Rbm};
+use dlp_tensor::{Device, TensorPotts, TensorRbm};
 mod common;
 
 use common::{max_rel_diff, random_states, uniform};

@@ -6,12 +6,12 @@
 //! False failures: fixed seed; one check at |log Ẑ − log Z| ≤ 3.5 se, ≈ 4.7e-4 for a fresh seed
 //! (log Ẑ close to normal with 300 chains and ESS > 100, asserted; see `dlp-exact/tests/ais.rs`).
 
-use dlp_candle::{Device, TensorRbm};
 use dlp_core::{DomainKind, Target, setup_rng};
 use dlp_exact::{EnumOptions, enumerate};
 use dlp_models::Rbm;
 use dlp_samplers::ais::{AisOptions, ProductBase, run_ais};
 use dlp_samplers::{SamplerParams, build_sampler};
+use dlp_tensor::{Device, TensorRbm};
 use rand::RngExt;
 
 #[test]

@@ -6,8 +6,8 @@
 //! (`dlp_core::testing::require`).
 
 use candle_core::{D, Device, IndexOp, Tensor};
-use dlp_candle::bert::{BertMlm, Piece};
 use dlp_core::testing::require::Requirement;
+use dlp_tensor::bert::{BertMlm, Piece};
 use std::path::PathBuf;
 
 #[test]

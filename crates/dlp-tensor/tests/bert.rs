@@ -4,8 +4,8 @@
 
 use candle_core::{DType, Device, IndexOp, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
-use dlp_candle::bert::{BertConfig, BertMlm, WeightLayout, random_weights};
 use dlp_core::setup_rng;
+use dlp_tensor::bert::{BertConfig, BertMlm, WeightLayout, random_weights};
 use rand::RngExt;
 use std::collections::HashMap;
 use std::path::Path;

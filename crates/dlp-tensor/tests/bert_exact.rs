@@ -7,8 +7,6 @@
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use dlp_candle::bert::gibbs::{gibbs_scan, gibbs_site};
-use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, InfillTarget, WeightLayout, random_weights};
 use dlp_core::chain_rngs;
 use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, Target, run_chains};
 use dlp_exact::enumerate::all_states;
@@ -16,6 +14,8 @@ use dlp_exact::matrix::{
     detailed_balance_residual, kernel_matrix, max_abs_diff, stationarity_residual, stationary, total_variation,
 };
 use dlp_samplers::{SamplerParams, build_sampler};
+use dlp_tensor::bert::gibbs::{gibbs_scan, gibbs_site};
+use dlp_tensor::bert::{BertConfig, BertMlm, HiddenAct, InfillTarget, WeightLayout, random_weights};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! DMALA on a tensor RBM: the exact transition matrix equals the CPU RBM's, and the parallel
 //! runner gives the same chains for any thread count (rows are evaluated independently).
 
-use dlp_candle::{Device, TensorRbm};
 use dlp_core::{DomainKind, Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_exact::matrix::{kernel_matrix, max_abs_diff};
 use dlp_models::Rbm;
 use dlp_samplers::{SamplerParams, build_sampler};
+use dlp_tensor::{Device, TensorRbm};
 use rand::RngExt;
 
 fn random_rbm(domain: DomainKind, d: usize, m: usize, seed: u64) -> Rbm {

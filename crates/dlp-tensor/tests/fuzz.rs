@@ -10,9 +10,9 @@
 //! `just fuzz` runs many more in release (`DLP_FUZZ_CASES`, `DLP_FUZZ_SEED`).
 
 use candle_nn::VarBuilder;
-use dlp_candle::bert::{BertConfig, BertMlm, HiddenAct, InfillTarget, Vocab, WeightLayout, random_weights};
-use dlp_candle::candle_core::{DType, Device, Tensor};
 use dlp_core::testing::fuzz::{self, Target, one_line_naming, show_bytes};
+use dlp_tensor::bert::{BertConfig, BertMlm, HiddenAct, InfillTarget, Vocab, WeightLayout, random_weights};
+use dlp_tensor::candle_core::{DType, Device, Tensor};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -369,7 +369,7 @@ fn checkpoint_files() -> (String, String, Vec<u8>) {
     let w: HashMap<String, Tensor> = w.into_iter().map(|(k, t)| (k, t.to_dtype(DType::F32).expect("f32"))).collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("model.safetensors");
-    dlp_candle::candle_core::safetensors::save(&w, &path).expect("save");
+    dlp_tensor::candle_core::safetensors::save(&w, &path).expect("save");
     let config = serde_json::to_string(&config_value(&cfg)).expect("json");
     (config, tokens.join("\n") + "\n", std::fs::read(&path).expect("read"))
 }

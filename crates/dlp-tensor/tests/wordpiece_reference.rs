@@ -5,7 +5,7 @@
 //! uncased and a cased vocabulary. Where the reference has `[UNK]`, `Vocab` must refuse the line
 //! (dlp never conditions on `[UNK]`) and name the first unknown word.
 
-use dlp_candle::bert::{Piece, Vocab};
+use dlp_tensor::bert::{Piece, Vocab};
 use serde_json::Value;
 
 #[test]

@@ -7,10 +7,11 @@
 //! step here can be compared bit for bit with the CPU twin's.
 
 use candle_core::{Device, Tensor};
-use dlp_candle::device_dlp::{DeviceEnergy, DlpKind};
-use dlp_candle::device_rbm::{PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler};
-use dlp_candle::philox::key_of_seed;
+use dlp_device::device_dlp::DlpKind;
+use dlp_device::device_rbm::{PURPOSE_HIDDEN, PURPOSE_VISIBLE, RbmSampler};
+use dlp_device::philox::key_of_seed;
 use dlp_models::Rbm;
+use dlp_tensor::DeviceEnergy;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

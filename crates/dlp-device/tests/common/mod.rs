@@ -2,24 +2,25 @@
 //! `device_lattice.rs`, `cuda.rs`): random RBMs and states, the documented Philox site
 //! uniforms restated, near-tie-aware draws, the f64 reconstruction of a DULA / DMALA step and
 //! the step-by-step and law checks built on it, a Pearson χ² test with its limit, and `cuda:0`
-//! for the GPU checks, random tensor-target inputs and a relative difference (`agree.rs`,
-//! `cuda.rs`); [`bert`]: a small BERT configuration; [`emu`]: the CUDA kernels run on the
+//! for the GPU checks, random tensor-target inputs and a relative difference (`cuda.rs`); [`bert`]: a small BERT configuration; [`emu`]: the CUDA kernels run on the
 //! host; [`rbm`]: the device RBM checks of `device_rbm.rs` and `cuda.rs`. Each test binary uses a subset of them.
 
 #![allow(dead_code)]
 
+// The small BERT configuration lives with the BERT tests of dlp-tensor; one copy.
+#[path = "../../../dlp-tensor/tests/common/bert.rs"]
 pub mod bert;
 pub mod emu;
 pub mod rbm;
 
-use dlp_candle::Error;
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
-use dlp_candle::philox::{counter, philox4x32_10, u01_of_u64, u64_of};
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Space, Target};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
+use dlp_device::philox::{counter, philox4x32_10, u01_of_u64, u64_of};
 use dlp_models::Rbm;
 use dlp_samplers::dlp::DlpProposal;
+use dlp_tensor::Error;
 use rand::{RngExt, SeedableRng};
 
 pub fn random_rbm(domain: DomainKind, d: usize, m: usize, scale: f64, seed: u64) -> Rbm {

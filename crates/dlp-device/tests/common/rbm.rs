@@ -6,11 +6,11 @@ use super::{
     check_law_chi2, check_paths, dlp_reference_step, draws, every_state_in_turn, random_bits, random_rbm, site_u,
 };
 use candle_core::Device;
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler};
-use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u64_of};
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler};
+use dlp_device::philox::{counter, key_of_seed, philox4x32_10, u64_of};
 use dlp_models::Rbm;
 use nalgebra::DMatrix;
 

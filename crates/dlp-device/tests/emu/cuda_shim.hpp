@@ -1,4 +1,4 @@
-// A host shim for the CUDA features dlp-candle's kernels (kernels/*.cu) use, so that g++
+// A host shim for the CUDA features dlp-device's kernels (kernels/*.cu) use, so that g++
 // (C++20) compiles the CUDA sources themselves and the tests run them against their CPU twins
 // on machines without a GPU (tests/emu/lattice_emu.cpp, tests/emu/rbm_emu.cpp).
 //

@@ -310,7 +310,7 @@ mod tests {
         check_erf(&inputs(613));
     }
 
-    /// All 2³² inputs (3.5 CPU-minutes in release here: `cargo test --release -p dlp-candle --lib
+    /// All 2³² inputs (3.5 CPU-minutes in release here: `cargo test --release -p dlp-tensor --lib
     /// -- --ignored erf_on_every_f32`).
     #[test]
     #[ignore = "exhaustive: 3.5 CPU-minutes in release here"]

@@ -348,8 +348,9 @@ impl BertMlm {
         crate::build_error(self.device(), e)
     }
 
-    /// The encoder's output [B·S, H] from the word embeddings [B, S, H].
-    pub(crate) fn hidden(&self, e: &Tensor) -> candle_core::Result<Tensor> {
+    /// The encoder's output [B·S, H] from the word embeddings [B, S, H] (public for the MLM
+    /// trainer, `dlp_learn::bert_train`).
+    pub fn hidden(&self, e: &Tensor) -> candle_core::Result<Tensor> {
         self.hidden_at(e, None)
     }
 
@@ -410,8 +411,8 @@ impl BertMlm {
         }
     }
 
-    /// The prediction head on hidden rows [N, H] → logits [N, V].
-    pub(crate) fn head(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    /// The prediction head on hidden rows [N, H] → logits [N, V] (public for the MLM trainer).
+    pub fn head(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let t = self.head_ln.forward(&self.act(&self.head_dense.forward(x)?)?)?;
         linear(&t, &self.dec_w, Some(&self.dec_b))
     }

@@ -1,6 +1,6 @@
 //! A small BERT configuration for the BERT tests (`bert.rs`, `cuda.rs`).
 
-use dlp_candle::bert::{BertConfig, HiddenAct};
+use dlp_tensor::bert::{BertConfig, HiddenAct};
 
 /// A BERT of vocabulary `v`, hidden size `h`, `layers` layers of `heads` heads and
 /// intermediate size `inter` (GELU, 16 positions, 2 token types, untied).
