@@ -54,8 +54,7 @@ use crate::device_chains::{DeviceChains, accepted_counts, bits_of};
 use crate::device_rbm::{chain_count, cpu_accept, cpu_propose, half_inv_step_size};
 use crate::philox::key_of_seed;
 use candle_core::{DType, Device, Tensor};
-use dlp_tensor::DeviceEnergy;
-use dlp_tensor::{Error, build_error, device_name};
+use dlp_tensor::{DeviceEnergy, Error, build_error, device_name};
 use std::sync::Arc;
 
 pub use crate::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
