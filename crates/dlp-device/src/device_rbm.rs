@@ -4,7 +4,7 @@
 //!
 //! **Model.** f(x) = b·u + Σ_k softplus(c_k + Σ_i W_ik u_i) with u = x (binary) or u = 2x − 1
 //! (spin) — [`dlp_models::Rbm`]'s convention. Spin visibles are folded into a binary RBM on
-//! the bits once, on the host: W̃ = sW, b̃ = sb, c̃ = c − [spin] Σ_i W_i (s = 2 for spin, 1
+//! the bits once, on the host: W̃ = sW, b̃ = sb, c̃ = c − \[spin\] Σ_i W_i (s = 2 for spin, 1
 //! for binary), so that f(x) = b̃·x + Σ_k softplus(c̃_k + (W̃ᵀx)_k) + const and ∇_x f = b̃ + W̃ σ(a)
 //! (the DLP convention: gradients with respect to the bit). Everything on the device is f32.
 //!

@@ -58,7 +58,7 @@ impl PcdConfig {
 }
 
 /// Training images as pixel probabilities p ∈ [0, 1] (n × d): each batch is binarised as
-/// x = [u < p] with fresh uniforms, so 0/1 probabilities are a static data set and grey levels
+/// x = \[u < p\] with fresh uniforms, so 0/1 probabilities are a static data set and grey levels
 /// a dynamically binarised one.
 #[derive(Clone, Debug)]
 pub struct TrainData {

@@ -67,7 +67,7 @@ impl EvalSet {
 
 impl BinaryNet {
     /// The network with sizes `layers` (input, hidden…, classes; at least two entries, all ≥ 1)
-    /// on the training set (`images`: N × layers[0] row-major, already scaled, e.g. pixels/255;
+    /// on the training set (`images`: N × `layers[0]` row-major, already scaled, e.g. pixels/255;
     /// `labels` < classes), prior Beta(α, β) on (−1, 1), tensors of type `dtype` (F32 for runs,
     /// F64 for the gradient tests) on `device`.
     pub fn new(

@@ -11,7 +11,7 @@
 //! with v = sign(w), act = sign for the binarised net (sign(0) = +1, Γ of the binary even
 //! partition, [`dlp_core::lift::Partition`]); its rows have the constant norm √fan-in, so the
 //! binarised net is the plain ±1 MLP (sign is scale-free) with logits scaled by s/√hidden.
-//! [R] The norms stand in for the batch norm of the paper's AlexNet: without them the
+//! \[R\] The norms stand in for the batch norm of the paper's AlexNet: without them the
 //! surrogate, whose weights σ̃(w) = tanh(w/2) have |σ̃| < 0.47 on the clip interval, is a net
 //! with logits near 0 and near-linear hidden units, and its gradient does not train the
 //! binarised net (we measured 10–24% accuracy, chance 10%, on the synthetic digits). `s`
@@ -26,7 +26,7 @@
 //! [`Weighting::Rank`], normalised by Ω = Σγ), the Han 2020 median bandwidth, an Adam step
 //! ([`dlp_samplers::gf_svgd::Update::ascend`]), then a clip to [−1, 1].
 //!
-//! Minibatches [R]: Alg. 3 draws one batch D_i per particle and computes ρ(w_i; D_i) and
+//! Minibatches \[R\]: Alg. 3 draws one batch D_i per particle and computes ρ(w_i; D_i) and
 //! p_c(w_i; D_i) once per particle; eq. (22) writes ∇log ρ(w_j; D_i), which would need n²
 //! network passes per iteration. We follow Alg. 3's steps: particle j's score and density
 //! ratio are evaluated on its own batch D_j (n passes, the cost of n independent nets).
