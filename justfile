@@ -96,14 +96,14 @@ test-python profile="dev":
     exit "$rc"
 
 # `just fuzz` (10^7 inputs per target), `DLP_FUZZ_CASES=100000 just fuzz models`: the fuzz
-# tests of the readers of user files (tests/fuzz.rs of dlp-models and dlp-candle; `dlp gof`'s
+# tests of the readers of user files (tests/fuzz.rs of dlp-models and dlp-tensor; `dlp gof`'s
 # options and the end-to-end cases of dlp-cli) in release, one target at a time, each printing
 # `fuzz <target>: <count> inputs, <s> s` every minute and `fuzz <target>: <count> inputs in <s> s`
 # at its end (the last long run's counts: paper/performance.md, section "Fuzzing the readers of
 # user files"). DLP_FUZZ_SEED picks the inputs (default: the time,
 # printed first); DLP_FUZZ_LIMIT_S bounds one input (10 s). A failure prints the input (add it
 # to the crate's tests/fuzz_corpus/, which `just test` replays).
-# Fuzz the file readers and option parsers in release (models, candle, cli; default all)
+# Fuzz the file readers and option parsers in release (models, tensor, cli; default all)
 fuzz *targets:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -111,16 +111,17 @@ fuzz *targets:
     export DLP_FUZZ_SEED="${DLP_FUZZ_SEED:-$(date +%s)}"
     echo "fuzz: DLP_FUZZ_CASES=$DLP_FUZZ_CASES DLP_FUZZ_SEED=$DLP_FUZZ_SEED"
     sel=("$@")
-    [ ${#sel[@]} -eq 0 ] && sel=(models candle cli)
+    [ ${#sel[@]} -eq 0 ] && sel=(models tensor cli)
     for t in "${sel[@]}"; do
         case "$t" in
             models) cargo test --release -p dlp-models --test fuzz -- --nocapture --test-threads 1 ;;
-            candle) cargo test --release -p dlp-candle --test fuzz -- --nocapture --test-threads 1 ;;
+            # `candle`: the target's name before dlp-candle was split (dlp-tensor holds its readers).
+            tensor | candle) cargo test --release -p dlp-tensor --test fuzz -- --nocapture --test-threads 1 ;;
             cli)
                 cargo test --release -p dlp-cli --bin dlp gof::fuzz -- --nocapture --test-threads 1
                 cargo test --release -p dlp-cli --test fuzz_cli -- --nocapture --test-threads 1
                 ;;
-            *) echo "error: unknown fuzz target $t (have: models candle cli)" >&2; exit 2 ;;
+            *) echo "error: unknown fuzz target $t (have: models tensor cli)" >&2; exit 2 ;;
         esac
     done
 
@@ -191,7 +192,7 @@ build-cuda:
     CARGO_TARGET_DIR=target/cuda cargo build --release -p dlp-cli --features cuda
     echo "built target/cuda/release/dlp (cuda feature, sm_${CUDA_COMPUTE_CAP})"
 
-# `just gpu-bundle`: the cuda-feature `dlp` and dlp-candle's tests/cuda.rs, stripped and gzipped
+# `just gpu-bundle`: the cuda-feature `dlp` and dlp-device's tests/cuda.rs, stripped and gzipped
 # into target/gpu-bundle/ (≈ 25 MB; the device tool's carry limit is 64 MiB). On a lent GPU
 # machine, one call: `bash scripts/gpu_check.sh [--quick]` with carry ["target/gpu-bundle"]
 # runs the CUDA checks, `dlp bench --device cuda:0`, the official code's port on the same GPU
@@ -200,7 +201,8 @@ build-cuda:
 gpu-bundle:
     bash scripts/gpu_bundle.sh
 
-# `just check-cuda`: build-cuda, then dlp-candle's tests with the `cuda` feature (CPU vs CUDA
+# `just check-cuda`: build-cuda, then the tests of the tensor crates (dlp-tensor, dlp-device, dlp-papers)
+# with the `cuda` feature (CPU vs CUDA
 # logits and gradients of the BERT energy to 1e-4, besides the CPU tests): run when a GPU is
 # visible, only compiled otherwise. Never in CI.
 # Build and test the cuda feature (tests run only where a GPU is visible; never in CI)
@@ -209,8 +211,8 @@ check-cuda: build-cuda
     set -euo pipefail
     eval "$(scripts/cuda_toolchain.sh)"
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-candle --features cuda
+        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-tensor -p dlp-device -p dlp-papers --features dlp-device/cuda
     else
-        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-candle --features cuda --no-run
+        CARGO_TARGET_DIR=target/cuda cargo test --release -p dlp-tensor -p dlp-device -p dlp-papers --features dlp-device/cuda --no-run
         echo "no GPU visible: the CUDA tests were compiled, not run"
     fi

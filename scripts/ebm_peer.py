@@ -2,7 +2,7 @@
 """f and ∇_x f of the Table 1 ResNet energy in PyTorch, checked against ours, then timed
 (peer side of `paper/table1.md` § Cost).
 
-The network is `dlp_candle::ebm::ResNetEbm` re-stated with torch.nn.functional (the official
+The network is `dlp_tensor::ebm::ResNetEbm` re-stated with torch.nn.functional (the official
 GWG code's ResNet: conv 3×3 1 → C; stride-2 then stride-1 residual blocks, each conv3×3 →
 Swish → conv3×3 plus the identity or a 1×1 stride-2 conv shortcut, then Swish; global mean
 pool; linear C → 1; plus the Bernoulli(μ) base term). It reads the parameters, μ, the batch

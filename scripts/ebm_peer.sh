@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # f and ∇_x f of the Table 1 ResNet energy for a batch of binary 28×28 images: ours
-# (crates/dlp-candle/examples/ebm_bench.rs, candle, f32) against the same network in PyTorch
+# (crates/dlp-tensor/examples/ebm_bench.rs, candle, f32) against the same network in PyTorch
 # (scripts/ebm_peer.py, f32), at 1 and 2 threads, interleaved ROUNDS times in one sitting.
 # The peer first checks its f and ∇f against ours on the same parameters and batch.
 # Needs a python with torch: PEER_PYTHON (default: the peer harness's venv,
@@ -15,7 +15,7 @@ if [ -z "$py" ] || ! "$py" -c 'import torch' 2>/dev/null; then
     echo "error: no python with torch (set PEER_PYTHON; bash bench/peer/setup.sh makes one)" >&2
     exit 2
 fi
-cargo build --release --quiet -p dlp-candle --example ebm_bench
+cargo build --release --quiet -p dlp-tensor --example ebm_bench
 bench="${CARGO_TARGET_DIR:-target}/release/examples/ebm_bench"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

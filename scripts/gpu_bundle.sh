@@ -2,7 +2,7 @@
 # `just gpu-bundle`: everything a lent GPU machine needs for one call of scripts/gpu_check.sh,
 # built here (no GPU, no CUDA toolkit: scripts/cuda_toolchain.sh brings NVIDIA's PyPI wheels):
 #   target/gpu-bundle/dlp.gz             the CLI with the `cuda` feature (dlp bench --device cuda)
-#   target/gpu-bundle/cuda-tests.gz      dlp-candle's tests/cuda.rs (CUDA vs CPU twin checks)
+#   target/gpu-bundle/cuda-tests.gz      dlp-device's tests/cuda.rs (CUDA vs CPU twin checks)
 #   target/gpu-bundle/manifest.txt       revision, sizes, SHA-256
 # Binaries are stripped (each embeds candle's ~33 MB of sm_90a kernels; ≈ 12 MB gzipped), so
 # the bundle stays well inside the device tool's 64 MiB carry limit. The GPU machine has no
@@ -14,7 +14,7 @@ cd "$root"
 eval "$(scripts/cuda_toolchain.sh)"
 export CARGO_TARGET_DIR="$root/target/cuda"
 cargo build --release -p dlp-cli --features cuda
-tests_json="$(cargo test --release -p dlp-candle --features cuda --test cuda --no-run --message-format=json)"
+tests_json="$(cargo test --release -p dlp-device --features cuda --test cuda --no-run --message-format=json)"
 tests_bin="$(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -25,7 +25,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cuda":
         print(m["executable"])
 ' | tail -n 1)"
-[ -n "$tests_bin" ] || { echo "error: no test executable for dlp-candle --test cuda" >&2; exit 1; }
+[ -n "$tests_bin" ] || { echo "error: no test executable for dlp-device --test cuda" >&2; exit 1; }
 out="$root/target/gpu-bundle"
 tmp="$(mktemp -d "$out.tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT

@@ -7,7 +7,8 @@
 # results/gpu-check): gpu.txt, cuda-tests.txt, dlp-cuda.jsonl, peer-cuda.jsonl, scaling.jsonl,
 # bench/ (bench_report.py's join: ratios.md, bench.csv, bench.json, ns_per_spin.svg),
 # sections.txt (exit code and seconds of each section).
-#   1. dlp-candle's CUDA checks (tests/cuda.rs): device kernels vs their CPU twins.
+#   1. dlp-device's CUDA checks (tests/cuda.rs): device kernels vs their CPU twins, and the
+#      tensor targets of dlp-tensor and dlp-papers on cuda:0 vs the CPU.
 #   2. dlp bench --device cuda:0: lattice DULA/DMALA, RBM DULA/DMALA/bg-1 (issue 21 items 2-3).
 #   3. The port of the official samplers on the same GPU (bench/peer/peer_gpu.py), same sizes.
 #   4. dlp bench on the CPU cores at 1..nproc threads (issue 21 item 4).

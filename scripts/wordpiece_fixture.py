@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes crates/dlp-candle/tests/fixtures/wordpiece.json: two small WordPiece vocabularies
+"""Writes crates/dlp-tensor/tests/fixtures/wordpiece.json: two small WordPiece vocabularies
 (uncased and cased), tricky input lines, and the token ids Hugging Face's pure-Python
 `BertTokenizer` (transformers' "slow" tokenizer, an implementation independent of the Rust
 `tokenizers` crate that dlp uses) gives them.
 
-The Rust test `crates/dlp-candle/tests/wordpiece_reference.rs` tokenises every line with
-`dlp_candle::bert::Vocab` and must give the same ids, or refuse the line naming the word
+The Rust test `crates/dlp-tensor/tests/wordpiece_reference.rs` tokenises every line with
+`dlp_tensor::bert::Vocab` and must give the same ids, or refuse the line naming the word
 where the reference has `[UNK]`. Regenerate with
 
     python3 -m venv /tmp/tokenv && /tmp/tokenv/bin/pip install transformers==4.46.3
@@ -21,7 +21,7 @@ import tempfile
 import transformers
 from transformers import BertTokenizer
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/dlp-candle/tests/fixtures/wordpiece.json"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/dlp-tensor/tests/fixtures/wordpiece.json"
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
 WORDS = [

@@ -53,10 +53,10 @@ pub fn main_with<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
 
 /// [`main_with`] for programs whose runner threads each evaluate their own chains' small
 /// candle graphs (`001-bnn`, `table2`, `table4`): candle's shared CPU pool is made one thread
-/// first ([`dlp_candle::one_candle_thread_per_chain`]), since there it only contends.
+/// first ([`dlp_tensor::one_candle_thread_per_chain`]), since there it only contends.
 #[cfg(feature = "tensor")]
 pub fn main_with_chain_graphs<A: clap::Parser>(run: impl FnOnce(A) -> Result<()>) {
-    dlp_candle::one_candle_thread_per_chain();
+    dlp_tensor::one_candle_thread_per_chain();
     main_with(run)
 }
 

@@ -8,13 +8,13 @@
 
 use crate::args::SamplerSpec;
 use anyhow::{Context, Result, bail};
-use dlp_candle::candle_core::DType;
-use dlp_candle::{Device, TensorBnn};
 use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_models::BnnModel;
 use dlp_models::bnn::Precision;
 use dlp_models::samples::{Delimiter, read_number_matrix};
 use dlp_samplers::{SamplerParams, build_sampler};
+use dlp_tensor::candle_core::DType;
+use dlp_tensor::{Device, TensorBnn};
 use rand::RngExt;
 use rand_distr::StandardNormal;
 use rayon::prelude::*;
@@ -275,7 +275,7 @@ pub fn backend(precision: &str, device: Option<&str>) -> Result<(Precision, Opti
         "f64" => Precision::F64,
         other => bail!("--precision: {other:?} is not f32 or f64"),
     };
-    Ok((p, device.map(dlp_candle::device).transpose().context("--device")?))
+    Ok((p, device.map(dlp_tensor::device).transpose().context("--device")?))
 }
 
 /// The flags `table2` and `table4` share: data sets, network size, protocol, arithmetic,
@@ -442,7 +442,7 @@ pub fn table(
     use crate::plot::{Figure, Panel, Series};
     use serde_json::json;
     let chain_steps = (datasets.len() * columns.len() * seeds * c.chains * c.steps) as u64;
-    let backend = device.map_or("native".to_string(), |d| format!("candle {}", dlp_candle::device_name(d)));
+    let backend = device.map_or("native".to_string(), |d| format!("candle {}", dlp_tensor::device_name(d)));
     let bar = out_run.progress(chain_steps, title);
     let (mut rows, mut summary, mut panels) = (Vec::new(), Vec::new(), Vec::new());
     let mut md = format!(

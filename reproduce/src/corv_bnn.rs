@@ -1,4 +1,4 @@
-//! Paper 001 §6.2 (App. E): the Bayesian binary neural network of `dlp_candle::binary_nn` on
+//! Paper 001 §6.2 (App. E): the Bayesian binary neural network of `dlp_papers::binary_nn` on
 //! MNIST / Fashion-MNIST, sampled by the bounded samplers of `dlp_samplers::bounded` (CoRV with
 //! affine sigmoid / arctan / softsign, SGLD with mirroring at ±1) through the runner with
 //! minibatches; every epoch the binarised network's softmax outputs join a running Bayesian
@@ -10,11 +10,11 @@
 //! pass over a permutation [R].
 
 use anyhow::{Context, Result, anyhow, bail};
-use dlp_candle::binary_nn::{BinaryNet, EvalSet, Predictive};
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::Transform;
 use dlp_core::{Observer, States, StepContext, StepInfo, run_continuous, setup_rng};
 use dlp_data::Mnist;
+use dlp_papers::binary_nn::{BinaryNet, EvalSet, Predictive};
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use rand::RngExt;
 use rand::seq::SliceRandom;
@@ -152,7 +152,7 @@ struct EpochObserver<'a> {
 }
 
 impl EpochObserver<'_> {
-    fn epoch(&mut self, w: &[f64], epoch: usize) -> dlp_candle::candle_core::Result<()> {
+    fn epoch(&mut self, w: &[f64], epoch: usize) -> dlp_tensor::candle_core::Result<()> {
         let mut single = 0.0;
         for (k, set) in self.sets.iter().enumerate() {
             let lp = self.net.predict_binarised(w, set, 2000)?;

@@ -1,18 +1,18 @@
 //! Table 1 / Fig. 9 of the main paper (§7.3; `reproduction.md` §3.5): deep EBMs on binarised
 //! MNIST trained by PCD with each sampler and evaluated by AIS. The network and the training
-//! loop are `dlp_candle::{ebm, ebm_train}`, AIS is `dlp_samplers::ais`; this module holds the
+//! loop are `dlp_tensor::ebm` and `dlp_learn::ebm_train`, AIS is `dlp_samplers::ais`; this module holds the
 //! protocols (paper / cpu / quick), the data splits and the train → evaluate loop of one
 //! (data set, sampler) cell, with resumable checkpoints.
 
 use crate::{Figure, Panel, Run, SamplerSpec, Series};
 use anyhow::{Context, Result, anyhow, bail};
-use dlp_candle::Device;
-use dlp_candle::candle_core::{DType, Tensor};
-use dlp_candle::ebm::{ResNetConfig, ResNetEbm};
-use dlp_candle::ebm_train::{IterRecord, PcdConfig, PcdTrainer, TrainData};
 use dlp_core::rng::{derive_seed, setup_rng};
 use dlp_core::{Sampler, Target};
+use dlp_learn::ebm_train::{IterRecord, PcdConfig, PcdTrainer, TrainData};
 use dlp_samplers::ais::{AisEstimate, AisOptions, ProductBase, run_ais};
+use dlp_tensor::Device;
+use dlp_tensor::candle_core::{DType, Tensor};
+use dlp_tensor::ebm::{ResNetConfig, ResNetEbm};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -356,7 +356,7 @@ pub fn ais(
 
 /// The best EMA model's parameters, written atomically (temporary file, sync, rename).
 fn save_params(model: &ResNetEbm, path: &Path) -> Result<()> {
-    dlp_candle::train::save_safetensors_atomic(path, &model.params()).with_context(|| path.display().to_string())
+    dlp_learn::train::save_safetensors_atomic(path, &model.params()).with_context(|| path.display().to_string())
 }
 
 /// A line above the bar, or on stdout when the bar is hidden (no terminal: logs).
@@ -458,7 +458,7 @@ pub fn run_cell(
     bar.finish_and_clear();
     let train_seconds = offset + t0.elapsed().as_secs_f64();
     let best_iteration = hist.best.map_or(trainer.iteration(), |b| b.0);
-    let params: HashMap<String, Tensor> = dlp_candle::candle_core::safetensors::load(&best_path, dev)
+    let params: HashMap<String, Tensor> = dlp_tensor::candle_core::safetensors::load(&best_path, dev)
         .map_err(|e| anyhow!("{}: {e}", best_path.display()))?;
     let best = ResNetEbm::from_params(net, &data.mu, &params, DType::F32, dev)?;
     let t1 = Instant::now();

@@ -6,14 +6,14 @@
 //! The models are AntiBERTy (a real pretrained BERT, on antibody V segments) and a
 //! 1.5 M-parameter word-level MLM trained on Moby Dick, a stand-in for BERT; `--quick` uses an
 //! untrained tiny random BERT (a plumbing check, not a result). The sampling itself is
-//! [`dlp_candle::bert::infill::sample_infill`], the one `dlp infill` runs.
+//! [`dlp_tensor::bert::infill::sample_infill`], the one `dlp infill` runs.
 
 use crate::Run;
 use anyhow::{Context, Result, bail};
-use dlp_candle::bert::infill::sample_infill;
-use dlp_candle::bert::{BertMlm, InfillTarget, Piece, Vocab};
 use dlp_core::Sampler;
 use dlp_core::rng::{derive_seed, setup_rng};
+use dlp_tensor::bert::infill::sample_infill;
+use dlp_tensor::bert::{BertMlm, InfillTarget, Piece, Vocab};
 use dlp_text::metrics::{
     corpus_bleu_against, corpus_unique_ngrams, ngram_set, recovery, self_bleu, self_unique_ngrams,
 };
@@ -302,7 +302,7 @@ fn load_bert(dir: &std::path::Path, what: &str, fetch: &str) -> Result<(Arc<Bert
         bail!("{what}: no checkpoint in {} (run `{fetch}`)", dir.display());
     }
     let (bert, vocab) =
-        BertMlm::load(dir, &dlp_candle::Device::Cpu).with_context(|| format!("{what}: {}", dir.display()))?;
+        BertMlm::load(dir, &dlp_tensor::Device::Cpu).with_context(|| format!("{what}: {}", dir.display()))?;
     Ok((Arc::new(bert), vocab))
 }
 
@@ -344,7 +344,7 @@ pub fn moby(dir: &std::path::Path, name: &str, n: usize, seed: u64) -> Result<Mo
     let corpus = dlp_text::corpus::sentences(&train)
         .iter()
         .filter_map(|s| match (vocab.kind(), unk) {
-            (dlp_candle::bert::VocabKind::Word, Some(u)) => Some(s.iter().map(|w| vocab.id(w).unwrap_or(u)).collect()),
+            (dlp_tensor::bert::VocabKind::Word, Some(u)) => Some(s.iter().map(|w| vocab.id(w).unwrap_or(u)).collect()),
             _ => encode_plain(&vocab, &s.join(" ")).ok(),
         })
         .collect();
@@ -366,7 +366,7 @@ pub fn moby(dir: &std::path::Path, name: &str, n: usize, seed: u64) -> Result<Mo
 /// `--quick`: an untrained tiny random BERT over AntiBERTy's vocabulary (5 specials + 20 amino
 /// acids) on `n` seeded random 16-residue sequences: checks the plumbing, measures nothing.
 pub fn quick(n: usize, seed: u64) -> Result<Model> {
-    use dlp_candle::bert::{BertConfig, WeightLayout, random_weights};
+    use dlp_tensor::bert::{BertConfig, WeightLayout, random_weights};
     use rand::RngExt;
     let aa = dlp_text::antibody::AMINO_ACIDS;
     let tokens: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -382,7 +382,7 @@ pub fn quick(n: usize, seed: u64) -> Result<Model> {
     )?;
     let weights = random_weights(&cfg, 0.3, seed, WeightLayout { gamma_beta: false, tied: false });
     let vb =
-        candle_nn::VarBuilder::from_tensors(weights, dlp_candle::candle_core::DType::F32, &dlp_candle::Device::Cpu);
+        candle_nn::VarBuilder::from_tensors(weights, dlp_tensor::candle_core::DType::F32, &dlp_tensor::Device::Cpu);
     let bert = Arc::new(BertMlm::new(&cfg, vb)?);
     let mut rng = setup_rng(derive_seed(seed, &[0x717569636b]));
     let aa: Vec<char> = aa.chars().collect();

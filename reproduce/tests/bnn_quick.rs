@@ -141,7 +141,7 @@ fn bad_arguments_are_one_error_line() {
 
 #[test]
 fn table2_on_candle_gives_the_native_curves_and_bad_backends_are_one_line() {
-    // f64 on both paths: f and ∇f agree to ~1e−13 (dlp-candle's TensorBnn tests), so every
+    // f64 on both paths: f and ∇f agree to ~1e−13 (dlp-tensor's TensorBnn tests), so every
     // accept/reject and every proposal is the same unless a uniform draw falls within ~1e−12
     // of a threshold: with ~1e5 draws here a chance below 1e−6 (and the seed is fixed).
     let dir = tempfile::tempdir().unwrap();

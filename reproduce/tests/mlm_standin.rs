@@ -8,11 +8,11 @@
 //! `just test-data` runs it with `DLP_REQUIRE_ALL=1`, where a missing model or corpus is a
 //! failure naming the command that makes it (`dlp_core::testing::require`).
 
-use dlp_candle::Device;
-use dlp_candle::bert::BertMlm;
-use dlp_candle::candle_core::{self, Tensor};
 use dlp_core::rng::setup_rng;
 use dlp_core::testing::require::Requirement;
+use dlp_tensor::Device;
+use dlp_tensor::bert::BertMlm;
+use dlp_tensor::candle_core::{self, Tensor};
 use dlp_text::corpus::{MobyDick, WordVocab, default_moby_dir};
 use rand::RngExt;
 use rand::seq::SliceRandom;

@@ -27,7 +27,7 @@ fn quick_run_writes_a_loadable_model_and_the_loss_falls() {
     for f in ["config.json", "vocab.txt", "model.safetensors", "checkpoint.safetensors"] {
         assert!(out.join("model").join(f).is_file(), "missing model/{f}");
     }
-    let (model, _vocab) = dlp_candle::bert::BertMlm::load(&out.join("model"), &dlp_candle::Device::Cpu).unwrap();
+    let (model, _vocab) = dlp_tensor::bert::BertMlm::load(&out.join("model"), &dlp_tensor::Device::Cpu).unwrap();
     assert_eq!(model.config().hidden_size, 32);
     let s: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["stand_in"], true);

@@ -15,8 +15,8 @@
 //!
 //! Step sizes come from the registry rows (`SamplerSpec::defaults`, per benchmark model).
 //!
-//! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-candle`
-//! instead, opened by name through the rows' device kernels (`dlp_candle::device_samplers`):
+//! `--device NAME` (`cpu`, `cuda:N`) times the device-resident chains of `dlp-device`
+//! instead, opened by name through the rows' device kernels (`dlp_device::device_samplers`):
 //! DULA/DMALA on the lattice (`device_lattice`) and DULA, DMALA, random-scan `gibbs`
 //! and `block-gibbs` on the RBM (`device_rbm`; no `bg-1`, whose per-step work `gibbs` does),
 //! states and random numbers kept on the device, each timing bracketed by a device
@@ -25,17 +25,17 @@
 //! apply (records carry `threads: 1`).
 
 use clap::{Args as ClapArgs, ValueEnum};
-use dlp_candle::candle_core::Error as CandleError;
-use dlp_candle::device_chains::DeviceChains;
-use dlp_candle::device_samplers;
 use dlp_cli::CliError;
 use dlp_core::math::sigmoid;
 use dlp_core::{RunOptions, StepInfo, Target, run_chains, setup_rng};
+use dlp_device::device_chains::DeviceChains;
+use dlp_device::device_samplers;
 use dlp_models::bnn::Precision;
 use dlp_models::{BnnModel, IsingModel, Rbm};
 use dlp_samplers::fast::Generic;
 use dlp_samplers::registry::BenchModel;
 use dlp_samplers::{SamplerParams, build_sampler};
+use dlp_tensor::candle_core::Error as CandleError;
 use rand::RngExt;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -192,7 +192,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let mut sink = Sink::new(args.out.clone());
     if let Some(name) = &args.device {
-        let device = dlp_candle::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
+        let device = dlp_tensor::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
         // The samplers with a device path (`bg-1` has none: its random-permutation scan is
         // timed by `gibbs`, random-scan single-site Gibbs, the same per-step work).
         let samplers = args.samplers.clone().unwrap_or_else(|| names("dula,dmala"));
@@ -322,7 +322,7 @@ fn random_rbm(seed: u64) -> Rbm {
 fn run_device(
     args: &Args,
     sink: &mut Sink,
-    device: &dlp_candle::Device,
+    device: &dlp_tensor::Device,
     ls: &[usize],
     bs: &[usize],
     sigmas: &[f64],
@@ -368,7 +368,7 @@ fn run_device(
 }
 
 /// Whether `name` has device chains on `model` (through its registry row's device kernel,
-/// `dlp_candle::device_samplers`); a note on stderr when it has none. Opening them once here
+/// `dlp_device::device_samplers`); a note on stderr when it has none. Opening them once here
 /// also reports bad parameters before any timing.
 #[allow(clippy::too_many_arguments)]
 fn has_device_path(
@@ -377,7 +377,7 @@ fn has_device_path(
     model: &dyn Target,
     x0: &[u32],
     seed: u64,
-    device: &dlp_candle::Device,
+    device: &dlp_tensor::Device,
     on: &str,
 ) -> Result<bool, CliError> {
     let opened = device_samplers::open(name, params, model, x0, seed, device)
@@ -396,7 +396,7 @@ fn open_device(
     model: &dyn Target,
     x0: &[u32],
     seed: u64,
-    device: &dlp_candle::Device,
+    device: &dlp_tensor::Device,
     on: &str,
 ) -> Result<Box<dyn DeviceChains>, CliError> {
     device_samplers::open(name, params, model, x0, seed, device)
@@ -410,7 +410,7 @@ fn open_device(
 fn time_device(
     args: &Args,
     sink: &mut Sink,
-    device: &dlp_candle::Device,
+    device: &dlp_tensor::Device,
     make: impl Fn() -> Result<Box<dyn DeviceChains>, CliError>,
     name: &str,
     base: Value,
@@ -463,12 +463,12 @@ fn time_device(
     let reproducible = a.positions().map_err(fail)? == b.positions().map_err(fail)?;
     secs.sort_by(f64::total_cmp);
     let (median, min) = (secs[secs.len() / 2], secs[0]);
-    let on_cuda = !matches!(device, dlp_candle::Device::Cpu);
+    let on_cuda = !matches!(device, dlp_tensor::Device::Cpu);
     let sites_per_step = if name == "gibbs" { 1 } else { d };
     let mut rec = base;
     let o = rec.as_object_mut().expect("object");
     o.insert("impl".into(), json!(if on_cuda { "rust-cuda" } else { "rust-device-cpu" }));
-    o.insert("device".into(), json!(dlp_candle::device_name(device)));
+    o.insert("device".into(), json!(dlp_tensor::device_name(device)));
     o.insert("sampler".into(), json!(name));
     o.insert("chains".into(), json!(n_chains));
     o.insert("steps".into(), json!(n * repeats));

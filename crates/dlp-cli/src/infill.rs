@@ -12,12 +12,12 @@
 //! every masked slot `[MASK]` (all chains the same start; the paper does not say how its
 //! chains start).
 
-use dlp_candle::bert::infill::{Fill, sample_infill, sample_infill_from, start_states, top_fills};
-use dlp_candle::bert::{BertMlm, InfillTarget, Vocab};
 use dlp_cli::{CliError, atomic_write, check_writable, io_reason, progress_bar};
 use dlp_core::RunOptions;
 use dlp_core::rng::derive_seed;
 use dlp_session::{Request, Session, Spelling, StepSize};
+use dlp_tensor::bert::infill::{Fill, sample_infill, sample_infill_from, start_states, top_fills};
+use dlp_tensor::bert::{BertMlm, InfillTarget, Vocab};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -122,16 +122,16 @@ fn read_lines(args: &Args, model: &Arc<BertMlm>, vocab: &Vocab) -> Result<Vec<Li
         if raw.trim().is_empty() || raw.trim_start().starts_with('#') {
             continue;
         }
-        let at = |e: dlp_candle::Error| {
+        let at = |e: dlp_tensor::Error| {
             let why = match e {
-                dlp_candle::Error::Param(m) => m,
+                dlp_tensor::Error::Param(m) => m,
                 other => other.to_string(),
             };
             CliError::input(format!("--input {} line {number}: {why}", args.input.display()))
         };
         let (masked_text, filled) = if args.score {
             let Some((m, f)) = raw.split_once('\t') else {
-                return Err(at(dlp_candle::Error::Param("expected `masked<TAB>filled`".into())));
+                return Err(at(dlp_tensor::Error::Param("expected `masked<TAB>filled`".into())));
             };
             (m, Some(f))
         } else {
@@ -154,14 +154,14 @@ fn read_lines(args: &Args, model: &Arc<BertMlm>, vocab: &Vocab) -> Result<Vec<Li
 }
 
 /// The ids of a filled line: same length as the masked one, equal outside the masked slots.
-fn fill_ids(vocab: &Vocab, target: &InfillTarget, filled: &str) -> Result<Vec<u32>, dlp_candle::Error> {
-    let bad = |m: String| dlp_candle::Error::Param(format!("the filled sequence {m}"));
+fn fill_ids(vocab: &Vocab, target: &InfillTarget, filled: &str) -> Result<Vec<u32>, dlp_tensor::Error> {
+    let bad = |m: String| dlp_tensor::Error::Param(format!("the filled sequence {m}"));
     let pieces = vocab.wrap(vocab.encode(filled)?);
     let mut ids = Vec::with_capacity(pieces.len());
     for p in pieces {
         match p {
-            dlp_candle::bert::Piece::Token(t) => ids.push(t),
-            dlp_candle::bert::Piece::Mask => return Err(bad("has a masked position".into())),
+            dlp_tensor::bert::Piece::Token(t) => ids.push(t),
+            dlp_tensor::bert::Piece::Mask => return Err(bad("has a masked position".into())),
         }
     }
     if ids.len() != target.base().len() {
@@ -184,7 +184,7 @@ fn show(vocab: &Vocab, ids: &[u32]) -> String {
 /// Runs `dlp infill`.
 pub fn run(args: Args) -> Result<(), CliError> {
     check_args(&args)?;
-    let device = dlp_candle::device(&args.device).map_err(CliError::input)?;
+    let device = dlp_tensor::device(&args.device).map_err(CliError::input)?;
     if let Some(out) = &args.out {
         check_writable("--out", out)?;
     }
@@ -274,9 +274,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 /// A failure while running the model (the input was checked before): exit 1.
-fn device_error(e: dlp_candle::Error) -> CliError {
+fn device_error(e: dlp_tensor::Error) -> CliError {
     match e {
-        dlp_candle::Error::Device { .. } => CliError::internal(e),
+        dlp_tensor::Error::Device { .. } => CliError::internal(e),
         other => CliError::input(other),
     }
 }
@@ -292,7 +292,7 @@ fn record(
     vocab: &Vocab,
     l: &Line,
     fills: &[Fill],
-    run: &dlp_candle::bert::infill::InfillRun,
+    run: &dlp_tensor::bert::infill::InfillRun,
     used: &Used,
     seconds: f64,
 ) -> serde_json::Value {

@@ -62,7 +62,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
-    dlp_candle::keep_freed_buffers();
+    dlp_tensor::keep_freed_buffers();
     std::panic::set_hook(Box::new(|info| {
         let message = info
             .payload()

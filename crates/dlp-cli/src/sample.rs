@@ -1,11 +1,11 @@
 //! `dlp sample`: run chains of a named sampler on a model file; write the final state of
 //! every chain (the samples grammar of `gof.md` §10.2, so `dlp gof` reads it back) and,
 //! optionally, every kept state with its chain and step. With `--device`, the sampler's
-//! device-resident chains (`dlp_candle::device_samplers`) run instead of the host kernel.
+//! device-resident chains (`dlp_device::device_samplers`) run instead of the host kernel.
 
-use dlp_candle::device_samplers::DeviceSampler;
 use dlp_cli::{CliError, ModelSamplerArgs, StepSize, atomic_write, check_writable, io_reason};
 use dlp_core::{RunOptions, Space};
+use dlp_device::device_samplers::DeviceSampler;
 use dlp_session::{Request, Session, Spelling, Trace};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -111,7 +111,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     dlp_cli::warn_if_not_ergodic(&args.run.sampler, &space);
     let mut session = Session::resolve(request, Spelling::Flags, target)?;
     if let Some(name) = &args.device {
-        let device = dlp_candle::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
+        let device = dlp_tensor::device(name).map_err(|e| CliError::input(format!("--device: {e}")))?;
         let seed = args.seed;
         session = session.with_builder(Arc::new(move |sampler, params| {
             DeviceSampler::new(sampler, params, seed, &device).map(|s| Box::new(s) as Box<dyn dlp_core::Sampler>)

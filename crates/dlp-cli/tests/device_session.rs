@@ -1,15 +1,15 @@
 //! Device samplers through the sampling session (`dlp_session`, what `dlp sample --device`
 //! runs) on candle's CPU backend: their `StepInfo` tallies checked against the same device
-//! chains stepped directly (`dlp_candle::device_samplers::open`, outside the runner), and
+//! chains stepped directly (`dlp_device::device_samplers::open`, outside the runner), and
 //! `dlp sample --device cpu` end to end.
 
-use dlp_candle::Device;
-use dlp_candle::device_lattice::{DeviceLattice, LatticeSampler};
-use dlp_candle::device_samplers::{self, DeviceSampler};
 use dlp_core::{Observer, RunOptions, States, StepContext, StepInfo, Target};
+use dlp_device::device_lattice::{DeviceLattice, LatticeSampler};
+use dlp_device::device_samplers::{self, DeviceSampler};
 use dlp_models::{IsingModel, Rbm};
 use dlp_samplers::SamplerParams;
 use dlp_session::{Request, Session, Spelling, StepSize, Tallies};
+use dlp_tensor::Device;
 use std::process::Command;
 use std::sync::Arc;
 

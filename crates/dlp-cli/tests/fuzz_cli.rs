@@ -2,11 +2,11 @@
 //! and input files for `dlp gof` and `dlp infill` must end with exit code 2, exactly one
 //! `error:` line on stderr (no control characters) and no output file; plus a short
 //! run of random samples files through `dlp gof`. The parsers themselves are fuzzed in
-//! process (dlp-models, dlp-candle `tests/fuzz.rs`, `src/gof_fuzz.rs`).
+//! process (dlp-models, dlp-tensor `tests/fuzz.rs`, `src/gof_fuzz.rs`).
 
-use dlp_candle::bert::{BertConfig, HiddenAct, WeightLayout, random_weights};
-use dlp_candle::candle_core::{DType, Tensor};
 use dlp_core::testing::fuzz::{self, Target, one_line_naming};
+use dlp_tensor::bert::{BertConfig, HiddenAct, WeightLayout, random_weights};
+use dlp_tensor::candle_core::{DType, Tensor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -135,7 +135,7 @@ fn checkpoint(dir: &Path) {
     std::fs::write(dir.join("vocab.txt"), vocab.join("\n") + "\n").unwrap();
     let w = random_weights(&cfg, 0.4, 5, WeightLayout { gamma_beta: false, tied: true });
     let w: HashMap<String, Tensor> = w.into_iter().map(|(k, t)| (k, t.to_dtype(DType::F32).unwrap())).collect();
-    dlp_candle::candle_core::safetensors::save(&w, dir.join("model.safetensors")).unwrap();
+    dlp_tensor::candle_core::safetensors::save(&w, dir.join("model.safetensors")).unwrap();
 }
 
 #[test]

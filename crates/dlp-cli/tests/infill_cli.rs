@@ -4,8 +4,8 @@
 //! logits (an independent forward), and bad input gets one `error:` line, exit 2, no output.
 
 use candle_nn::VarBuilder;
-use dlp_candle::bert::{BertConfig, HiddenAct, WeightLayout, random_weights};
-use dlp_candle::candle_core::{D, DType, Device, IndexOp, Tensor};
+use dlp_tensor::bert::{BertConfig, HiddenAct, WeightLayout, random_weights};
+use dlp_tensor::candle_core::{D, DType, Device, IndexOp, Tensor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -54,7 +54,7 @@ fn checkpoint(dir: &Path, tokens: &[String], tied: bool) -> HashMap<String, Tens
     std::fs::write(dir.join("vocab.txt"), vocab.join("\n") + "\n").unwrap();
     let w = random_weights(&cfg, 0.4, 5, WeightLayout { gamma_beta: false, tied });
     let w: HashMap<String, Tensor> = w.into_iter().map(|(k, t)| (k, t.to_dtype(DType::F32).unwrap())).collect();
-    dlp_candle::candle_core::safetensors::save(&w, dir.join("model.safetensors")).unwrap();
+    dlp_tensor::candle_core::safetensors::save(&w, dir.join("model.safetensors")).unwrap();
     w
 }
 
@@ -269,7 +269,7 @@ fn bad_input_is_one_error_line_and_exit_2() {
     let broken = case.path("broken");
     let mut w = checkpoint(&broken, &WORDS.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false);
     w.remove("bert.encoder.layer.1.output.dense.weight");
-    dlp_candle::candle_core::safetensors::save(&w, broken.join("model.safetensors")).unwrap();
+    dlp_tensor::candle_core::safetensors::save(&w, broken.join("model.safetensors")).unwrap();
     let f = case.write("ok.txt", "the [MASK] .\n");
     let b = broken.display().to_string();
     assert_input_error(

@@ -75,7 +75,7 @@ pub fn gibbs_site_update(
 /// The one hand-written normal draw of dlp. Not `rand_distr::StandardNormal` (a ziggurat that
 /// consumes the stream differently) because published seeded outputs were drawn with this
 /// formula: PCD's initial couplings (dlp-learn), paper 003's random-network target and
-/// initial weights (dlp-candle), the NMF start of paper 001 and the peer benchmark's RBM; this
+/// initial weights (dlp-tensor, dlp-papers), the NMF start of paper 001 and the peer benchmark's RBM; this
 /// keeps them bit-identical. Draws that no seeded output pins use `rand_distr`.
 pub fn standard_normal<R: rand::Rng + ?Sized>(rng: &mut R) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>();

@@ -3,7 +3,7 @@
 //!
 //! The one Adam of the workspace for parameters held as `f64` slices (dlp-learn's RBM and PCD
 //! training, GF-SVGD's particles, the binarised-network ensembles). Tensor parameters use
-//! `dlp_candle::train::Adam`, which runs the same update as tensor operations on the device;
+//! `dlp_learn::train::Adam`, which runs the same update as tensor operations on the device;
 //! the two differ only in where the learning rate multiplies (see there).
 
 /// Adam state for one flat parameter vector.

@@ -89,7 +89,7 @@ pub trait Target: Send + Sync {
     /// With [`Batch::Full`] f̂ = f and ∇f̂ = ∇f (the default forwards to the infallible batch
     /// methods and then reports [`Target::take_error`]). With [`Batch::Items`] a data model
     /// returns its minibatch estimates under its own [`BatchScaling`]; models without data
-    /// terms return [`EvalError::NoData`]. A device-backed target (dlp-candle) implements this
+    /// terms return [`EvalError::NoData`]. A device-backed target (dlp-tensor) implements this
     /// method natively and turns out-of-memory or a lost device into an `Err`, which stops the
     /// run with one line instead of a panic.
     fn evaluate(

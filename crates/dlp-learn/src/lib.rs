@@ -5,9 +5,23 @@
 //! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
 //!   changes every iteration, data from a lattice Ising by systematic-scan Gibbs, and
 //!   persistent contrastive divergence driven by any [`dlp_core::Sampler`] (§3.4, Fig. 5).
+//!
+//! With the `tensor` feature (candle, through `dlp-tensor`), the trainers of the tensor
+//! models; without it this crate links no candle, so its light users stay light:
+//!
+//! * [`train`]: what the tensor trainers share: their error, the tensor Adam(W) update, the
+//!   atomic safetensors checkpoint write.
+//! * [`ebm_train`]: the deep ResNet EBM trained by PCD (Table 4's model).
+//! * [`bert_train`]: the stand-in masked language model of the infilling experiment.
 
+#[cfg(feature = "tensor")]
+pub mod bert_train;
+#[cfg(feature = "tensor")]
+pub mod ebm_train;
 pub mod pcd;
 pub mod rbm;
+#[cfg(feature = "tensor")]
+pub mod train;
 
 /// Errors of the learning code; each names the parameter and its value.
 #[derive(Debug, thiserror::Error)]

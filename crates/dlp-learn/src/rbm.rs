@@ -112,7 +112,7 @@ impl RbmParams {
         }
     }
 
-    /// Σ_r weights[r] ∇ℓ(v_r) over the rows of `vs` (∇ℓ: W ← v σ(a)ᵀ, b ← v, c ← σ(a)).
+    /// Σ_r `weights[r]` ∇ℓ(v_r) over the rows of `vs` (∇ℓ: W ← v σ(a)ᵀ, b ← v, c ← σ(a)).
     pub fn grad_weighted(&self, vs: &[u32], weights: &[f64]) -> RbmGrad {
         let n = weights.len();
         let v = to_f64(vs, n, self.d);

@@ -94,7 +94,7 @@ impl Optimizer {
 
     /// The update with its state for `n` coordinates (Adam's moments at zero): what
     /// [`Update::ascend`] moves. Shared by the particles of [`GfSvgd`] and the binarised-network
-    /// ensembles of [`crate::binnet`].
+    /// ensembles of `dlp_papers::binnet`.
     pub fn start(&self, n: usize) -> Update {
         match *self {
             Optimizer::Plain { step } => Update::Plain { step },

@@ -12,7 +12,6 @@
 pub mod acs;
 pub mod adapt;
 pub mod ais;
-pub mod binnet;
 pub mod block_gibbs;
 pub mod bounded;
 pub mod continuous;

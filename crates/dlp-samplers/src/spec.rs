@@ -126,7 +126,7 @@ pub struct TestSpec {
     pub batch_size: Option<usize>,
 }
 
-/// The algorithm of a family's device-resident chains (`dlp_candle::device_samplers` runs it
+/// The algorithm of a family's device-resident chains (`dlp_device::device_samplers` runs it
 /// on a candle device: `dlp sample --device`, `dlp bench --device`). Named here, as data, so
 /// that a row can say it has one while this crate stays free of candle; which implementation
 /// runs it (periodic lattice, RBM) follows from the model's capabilities there.

@@ -288,7 +288,7 @@ fn z_scores_are_calibrated_over_seeds() {
 }
 
 /// A device-like target that fails from its `after`-th evaluation on: `evaluate` returns the
-/// error, the infallible methods write NaN and park it (as `dlp_candle::tensor_target!` does).
+/// error, the infallible methods write NaN and park it (as `dlp_tensor::tensor_target!` does).
 struct Failing {
     inner: Quadratic,
     calls: std::sync::atomic::AtomicUsize,

@@ -188,7 +188,7 @@ struct WarmupPlan {
 
 /// Builds the kept run's kernel from the request's sampler name and the (adapted) parameters,
 /// when it is not the registry's host sampler: `dlp sample --device` passes
-/// `dlp_candle::device_samplers::DeviceSampler` bound to its device and seed, so that the
+/// `dlp_device::device_samplers::DeviceSampler` bound to its device and seed, so that the
 /// same name runs as device chains (this crate stays free of candle).
 pub type Builder = Arc<dyn Fn(&str, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> + Send + Sync>;
 

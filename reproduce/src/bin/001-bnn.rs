@@ -2,7 +2,7 @@
 //! (784–50–10 ReLU, no biases, weights in (−1, 1) with a Beta(½, ½) prior, binarised at
 //! prediction) on MNIST and Fashion-MNIST (8 : 1 : 1 split), sampled by CoRV-SGLD with affine
 //! sigmoid / arctan / softsign against SGLD with mirroring; the network, its minibatch gradient
-//! (candle autograd) and its binarised prediction are `dlp_candle::binary_nn`. Test
+//! (candle autograd) and its binarised prediction are `dlp_papers::binary_nn`. Test
 //! cross-entropy and accuracy of the Bayesian predictive mean (running mean of the binarised
 //! networks' softmax outputs, one sample per epoch) against epochs.
 //! Step size per sampler: the best final validation cross-entropy over a log grid (the paper
@@ -14,11 +14,11 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dlp_candle::binary_nn::BinaryNet;
-use dlp_candle::candle_core::DType;
+use dlp_papers::binary_nn::BinaryNet;
 use dlp_reproduce::corv_bnn::{Point, SAMPLERS, best, epochs, epochs_to, load, run_grid, sampler, split};
 use dlp_reproduce::grid::{log_grid, warn_if_at_edge};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series, parse_list};
+use dlp_tensor::candle_core::DType;
 use serde_json::json;
 
 /// Bayesian binary neural networks: CoRV transforms vs mirror SGLD (paper 001 §6.2).
@@ -96,7 +96,7 @@ fn run(args: Args) -> Result<()> {
         bail!("--prior must be > 0 and --threshold in [0, 1]");
     }
     samplers.iter().try_for_each(|s| sampler(s, 1.0, 1).map(drop))?; // a bad name fails before any work
-    let device = dlp_candle::device(&args.device)?;
+    let device = dlp_tensor::device(&args.device)?;
     let layers: Vec<usize> = std::iter::once(784).chain(hidden.iter().copied()).chain([10]).collect();
     let eps = log_grid(eps_min, eps_max, n_grid);
     let data: Vec<_> = names.iter().map(|n| load(n, c.seed).map(|m| split(&m))).collect::<Result<_>>()?;

@@ -12,11 +12,11 @@
 
 use anyhow::{Result, bail};
 use clap::Parser;
-use dlp_candle::Device;
-use dlp_candle::ksd::BaseKernel;
-use dlp_candle::mixture::{Adam, Loss, Mixture, Product, RandomNetTarget, RankOneFamily, evaluate, gumbel, train_step};
 use dlp_core::rng::derive_seed;
+use dlp_papers::ksd::BaseKernel;
+use dlp_papers::mixture::{Adam, Loss, Mixture, Product, RandomNetTarget, RankOneFamily, evaluate, gumbel, train_step};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series};
+use dlp_tensor::Device;
 use serde_json::json;
 
 /// KSD-trained product and mixture models on a random-network target (paper 003).

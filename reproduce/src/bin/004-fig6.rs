@@ -5,7 +5,7 @@
 //! ensemble size n. BNN+ and BENN (AdaBoost) are not run.
 //!
 //! STAND-IN: the paper trains a binarised AlexNet on CIFAR-10, neither of which can be had here
-//! (spec §7.4); we run a binarised 784–256–10 MLP (`dlp_samplers::binnet`) on MNIST and
+//! (spec §7.4); we run a binarised 784–256–10 MLP (`dlp_papers::binnet`) on MNIST and
 //! Fashion-MNIST (`just data mnist`, `just data fashion-mnist`). `--quick` trains a small net on
 //! the synthetic stroke digits of `dlp-data` (a stand-in for MNIST, not MNIST).
 //!
@@ -14,11 +14,11 @@
 use anyhow::{Result, anyhow, bail};
 use clap::Parser;
 use dlp_core::rng::derive_seed;
-use dlp_reproduce::corv_bnn::load_digits;
-use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series, parse_list};
-use dlp_samplers::binnet::{
+use dlp_papers::binnet::{
     BinMlp, Images, TrainConfig, bootstrap, ensemble_accuracy, surrogate_accuracy, train_gf_svgd, train_ste,
 };
+use dlp_reproduce::corv_bnn::load_digits;
+use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series, parse_list};
 use rayon::prelude::*;
 use serde_json::json;
 use std::time::Instant;

@@ -125,7 +125,7 @@ fn run(args: Args) -> Result<()> {
     let ais_kernel = one_sampler(&args.ais_sampler, "ais-sampler")?;
     let val_kernel = args.val_ais_sampler.as_deref().map(|t| one_sampler(t, "val-ais-sampler")).transpose()?;
     let val_ais = args.val_ais_sampler.as_deref().zip(val_kernel.as_deref());
-    let device = dlp_candle::device(&args.device)?;
+    let device = dlp_tensor::device(&args.device)?;
     let (train, test, n_train) = if c.quick {
         (synthetic_digits(600, 1).0, synthetic_digits(100, 2).0, 500)
     } else {

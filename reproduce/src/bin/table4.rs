@@ -8,7 +8,7 @@
 //! `--quick` a small synthetic stand-in.
 //!
 //! `--precision f32` (the default: the official code's float32 arithmetic, about half the cost
-//! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_candle::TensorBnn` instead of the
+//! of `f64`); `--device cpu|cuda[:N]` samples a candle `dlp_tensor::TensorBnn` instead of the
 //! native kernel (the same curves at f64, `tests/bnn_quick.rs`; CUDA needs `--features cuda`).
 
 use anyhow::{Result, bail};

@@ -1,25 +1,25 @@
 //! `just train-mlm`: trains the English stand-in of the infilling experiment (main paper §7.5,
 //! Table 3): a 1.5 M-parameter word-level MLM trained on Moby Dick, a stand-in for BERT — never
-//! reported as BERT. Recipe `bert.md` §6 (`dlp_candle::bert_train`): L = 2, H = 128, 2 heads,
+//! reported as BERT. Recipe `bert.md` §6 (`dlp_learn::bert_train`): L = 2, H = 128, 2 heads,
 //! I = 512, 64 positions, vocabulary 4,096 (5 specials + the most frequent words of chapters
 //! 1–125), 64 windows of 32 tokens, 15 % masked, AdamW lr 1e-3 → 1e-4, 2,500 steps. Held-out
 //! loss on fixed batches from chapters 126–135. `--text synthetic` (the `--quick` default)
 //! trains on a seeded synthetic stand-in text instead, so tests need no download.
 //!
 //! → `data/cache/mlm-moby/{config.json, vocab.txt, model.safetensors}` (loadable by
-//! `dlp_candle::bert::BertMlm::load`) and its `checkpoint.safetensors` (`--resume` continues
+//! `dlp_tensor::bert::BertMlm::load`) and its `checkpoint.safetensors` (`--resume` continues
 //! it, with the loss rows so far in `checkpoint-loss.json`, so that a resumed run writes the
 //! uninterrupted run's `loss.csv`); `results/train-mlm/{loss.csv, summary.json, train-mlm.svg,
 //! train-mlm.png, meta.json}`.
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use dlp_candle::Device;
-use dlp_candle::bert::BertMlm;
-use dlp_candle::bert_train::{MlmTrainConfig, MlmTrainer, make_batch, standin_config};
 use dlp_core::rng::{derive_seed, setup_rng};
+use dlp_learn::bert_train::{MlmTrainConfig, MlmTrainer, make_batch, standin_config};
 use dlp_reproduce::results::{earlier_loss_rows, loss_points, save_loss_rows};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, Series};
+use dlp_tensor::Device;
+use dlp_tensor::bert::BertMlm;
 use dlp_text::corpus::{MobyDick, VOCAB_SIZE, WordVocab, default_moby_dir, synthetic_text};
 use serde_json::json;
 use std::path::PathBuf;

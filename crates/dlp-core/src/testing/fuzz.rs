@@ -1,4 +1,4 @@
-//! Shared plumbing of the fuzz tests (`tests/fuzz.rs` of dlp-models, dlp-candle and dlp-cli):
+//! Shared plumbing of the fuzz tests (`tests/fuzz.rs` of dlp-models, dlp-tensor and dlp-cli):
 //! how many inputs a run tries, a watchdog that turns a hang into a failure naming the input,
 //! the one-line-error check, and the committed corpus every run replays.
 //!
