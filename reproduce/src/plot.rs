@@ -488,11 +488,13 @@ pub fn png(figure: &Figure, path: &Path) -> Result<()> {
 /// Writes an RGB8 buffer as a PNG with the settings plotters' `bitmap_encoder` (the `image`
 /// crate) used: fast compression, adaptive filtering; so the files are byte-identical to
 /// before. Drawing into a buffer and encoding with `png` alone keeps `image` (its decoders, a
-/// second `syn`) out of the build: about a sixth of a cold `just reproduce fig3`.
+/// second `syn`) out of the build (paper/performance.md, "Cold build of `just reproduce fig3`").
+/// Encoded in memory, then written, so that a failed write is reported (a `BufWriter` flushed
+/// on drop would swallow it).
 fn write_png(path: &Path, (w, h): (u32, u32), rgb: &[u8]) -> Result<()> {
-    let e = |e: png::EncodingError| anyhow!("writing {}: {e}", path.display());
-    let file = std::fs::File::create(path).map_err(|err| anyhow!("creating {}: {err}", path.display()))?;
-    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), w, h);
+    let e = |e: png::EncodingError| anyhow!("encoding {}: {e}", path.display());
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
@@ -500,7 +502,8 @@ fn write_png(path: &Path, (w, h): (u32, u32), rgb: &[u8]) -> Result<()> {
     encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
     let mut writer = encoder.write_header().map_err(e)?;
     writer.write_image_data(rgb).map_err(e)?;
-    writer.finish().map_err(e)
+    writer.finish().map_err(e)?;
+    std::fs::write(path, bytes).map_err(|err| anyhow!("writing {}: {err}", path.display()))
 }
 
 /// Draws up to 100 binary square images (`states`, `d` pixels each, 1 = white) as a
