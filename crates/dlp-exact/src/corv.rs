@@ -241,7 +241,9 @@ mod tests {
         let (b22, b205, g55, g22) = (beta(2.0, 2.0), beta(2.0, 0.5), gamma(0.5, 0.5), gamma(2.0, 2.0));
         let unit = (0.0, 1.0);
         let half = (0.0, f64::INFINITY);
-        let rows: [(&str, (f64, f64), &dyn Fn(f64) -> (f64, f64), f64, f64); 5] = [
+        // (name, support, log density and derivative, c₁ of θ, c₁ of θ²).
+        type Row<'a> = (&'a str, (f64, f64), &'a dyn Fn(f64) -> (f64, f64), f64, f64);
+        let rows: [Row<'_>; 5] = [
             ("Beta(2, 2)", unit, &b22, 0.0, 0.0171429),
             ("Beta(2, 0.5)", unit, &b205, 0.0, 0.00742115),
             ("Gamma(0.5, 0.5)", half, &g55, 0.0140364, 0.0519062),
