@@ -65,7 +65,7 @@ sweep name *args:
         echo "error: no reproduction binary $1 (have: $(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | tr '\n' ' '))" >&2
         exit 2
     fi
-    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "$1") --bin dlp-sweep --bin "$1"
+    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "$1") --features sweep --bin dlp-sweep --bin "$1"
     exec "${CARGO_TARGET_DIR:-target}/release/dlp-sweep" run "$@"
 
 # A test whose tool or data cache is missing skips with a note saying how to get it; under
