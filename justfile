@@ -37,17 +37,23 @@ reproduce +args:
         "${CARGO_TARGET_DIR:-target}/release/$bin" "$@"
     done
 
-# `--no-default-features` when none of the named binaries needs candle (feature `tensor`, the
-# `required-features` rows of reproduce/Cargo.toml): a first `just reproduce fig3` then compiles
-# no tensor code and no eigensolver.
+# The features the named binaries need, from the `required-features` rows of
+# reproduce/Cargo.toml: the defaults (everything) when one needs candle (`tensor`);
+# `--no-default-features --features plain` when one needs `plain` (GOF, learning, data sets);
+# else `--no-default-features`, so a first `just reproduce fig3` compiles no tensor code, no
+# eigensolver, no regex and none of dlp-gof, dlp-learn, dlp-data.
 [private]
 _reproduce-features +bins:
     #!/usr/bin/env bash
-    tensor=$(awk '/^\[\[/{name=""} /^name = /{gsub(/"/,"",$3); name=$3} /^required-features = \["tensor"\]/{print name}' reproduce/Cargo.toml)
+    needing() { awk -v f="$1" '/^\[\[/{name=""} /^name = /{gsub(/"/,"",$3); name=$3} $0 == "required-features = [\"" f "\"]" {print name}' reproduce/Cargo.toml; }
+    tensor=$(needing tensor)
+    plain=$(needing plain)
+    features=--no-default-features
     for b in {{bins}}; do
         if grep -qx -- "$b" <<< "$tensor"; then exit 0; fi
+        if grep -qx -- "$b" <<< "$plain"; then features="--no-default-features --features plain"; fi
     done
-    echo --no-default-features
+    echo "$features"
 
 # `just sweep fig3 --seeds 0..8 --quick --samplers dmala@0.4,gwg [--engine slurm --partition P]`:
 # one run per seed and value (a value with commas varies), resumable, gathered (README "Sweeps").
@@ -59,7 +65,7 @@ sweep name *args:
         echo "error: no reproduction binary $1 (have: $(ls reproduce/src/bin/*.rs | xargs -n1 basename | sed 's/\.rs$//' | tr '\n' ' '))" >&2
         exit 2
     fi
-    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "$1") --bin dlp-sweep --bin "$1"
+    cargo build --release --quiet -p dlp-reproduce $(just _reproduce-features "$1") --features sweep --bin dlp-sweep --bin "$1"
     exec "${CARGO_TARGET_DIR:-target}/release/dlp-sweep" run "$@"
 
 # A test whose tool or data cache is missing skips with a note saying how to get it; under

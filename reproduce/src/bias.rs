@@ -114,11 +114,7 @@ pub fn rate_fit(points: &[BiasPoint], side: usize) -> Value {
         .filter(|p| p.side == side && p.alpha <= 0.05 + 1e-12)
         .map(|p| (-0.5 / p.alpha, p.l1.ln()))
         .collect();
-    let n = pts.len() as f64;
-    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    json!({"side": side, "points": pts.len(), "kappa": if pts.len() >= 2 { sxy / sxx } else { f64::NAN }})
+    json!({"side": side, "points": pts.len(), "kappa": dlp_core::stats::least_squares_slope(&pts)})
 }
 
 /// Fig. 1a: log10 of the bias and the bounds against log10 α, one panel per lattice (largest

@@ -1,14 +1,15 @@
 //! Paper 001 (Yokoi, Otsuka, Sato, *On Transformations in Stochastic Gradient MCMC*) §§3–5,
 //! Figs. 1–2: the nine 1-D toy targets (Beta, Gamma, truncated N(0, 1)), the three samplers
 //! (mirror, Itô, CoRV from `dlp_samplers::bounded`), histogram-vs-pdf RMSE and the step-size
-//! search of Fig. 1, and the exact oracles of spec §3.2: the stationary law of the CoRV chain at
-//! a finite step by a banded transfer operator (item 4), and its first-order bias coefficient
-//! c₁ = Cov_π(h, ¼U′² − ½U″) by quadrature (item 3).
+//! search of Fig. 1. The exact oracles of spec §3.2 (the CoRV chain's stationary law at a finite
+//! step, item 4, and its first-order bias coefficient c₁, item 3) are `dlp_exact::corv`'s,
+//! applied to the toys here.
 
 use anyhow::{Result, anyhow};
 use dlp_core::rng::derive_seed;
 use dlp_core::transform::{Affine, Transform};
 use dlp_core::{Batch, BoxSpace, ContinuousTarget, EvalError, Observer, States, StepContext, StepInfo, run_continuous};
+use dlp_exact::corv::CorvProxy;
 use dlp_samplers::bounded::{BoundedSgld, Method, StepSchedule};
 use statrs::distribution::{Beta, Continuous, ContinuousCDF, Gamma, Normal};
 
@@ -256,144 +257,22 @@ pub fn hist_rmse(toy: Toy, samples: &[f64]) -> (f64, Vec<(f64, f64)>) {
     (mse.sqrt(), est)
 }
 
-/// The CoRV proxy's potential derivative U′(φ) = −(F′(φ)·∇log π_θ(F(φ)) + f″/f′(φ)).
-fn proxy_du(toy: Toy, tr: &Affine, phi: f64) -> f64 {
-    let theta = tr.forward(phi);
-    -(tr.dforward(phi) * toy.log_density_grad(theta).1 + tr.dlog_jac(phi))
+/// The toy seen through its CoRV transform, for the exact oracles of `dlp_exact::corv`.
+fn with_proxy<R>(toy: Toy, f: impl FnOnce(&CorvProxy<'_>) -> R) -> R {
+    let density = |x: f64| toy.log_density_grad(x);
+    f(&CorvProxy::new(toy.support(), toy.transform(), &density))
 }
 
-/// log π(φ) = log π_θ(F(φ)) + log F′(φ), up to a constant.
-fn proxy_log_density(toy: Toy, tr: &Affine, phi: f64) -> f64 {
-    toy.log_density_grad(tr.forward(phi)).0 + tr.log_jac(phi)
-}
-
-/// The φ-interval holding all but ~e^{−40} of the proxy's mass (scanned on [−400, 400] in steps
-/// of 0.1, one step of margin), inside the contiguous stretch around the mode where θ = F(φ)
-/// is still strictly inside its support in f64 (sigmoid rounds to 1 beyond φ ≈ 37: for
-/// Beta(2, 0.5) that cuts a relative mass of e^{−18.5} ≈ 1e−8 from the right tail).
-fn proxy_window(toy: Toy, tr: &Affine) -> (f64, f64) {
-    let xs: Vec<f64> = (0..=8000).map(|i| -400.0 + 0.1 * i as f64).collect();
-    let (lo, hi) = toy.support();
-    let ls: Vec<f64> = xs
-        .iter()
-        .map(|&p| {
-            let th = tr.forward(p);
-            if th > lo && th < hi { proxy_log_density(toy, tr, p) } else { f64::NAN }
-        })
-        .collect();
-    let mode = (0..xs.len()).filter(|&i| ls[i].is_finite()).max_by(|&i, &j| ls[i].total_cmp(&ls[j])).unwrap_or(0);
-    let m = ls[mode];
-    let (mut a, mut b) = (mode, mode);
-    while a > 0 && ls[a - 1].is_finite() && ls[a] > m - 40.0 {
-        a -= 1;
-    }
-    while b + 1 < xs.len() && ls[b + 1].is_finite() && ls[b] > m - 40.0 {
-        b += 1;
-    }
-    (xs[a], xs[b])
-}
-
-/// First-order bias coefficients (spec §3.2 item 3): E_ε[h] − E[h] = ε·c₁ + O(ε²) with
-/// c₁ = Cov_π(h, ¼U′² − ½U″) in the proxy variable, for h(θ) = θ and θ²; trapezoid quadrature
-/// on 40,000 points of the proxy window, U″ by a central difference of U′.
+/// First-order bias coefficients c₁ of E_ε[θ] and E_ε[θ²] (spec §3.2 item 3), by
+/// `dlp_exact::corv`'s quadrature.
 pub fn first_order(toy: Toy) -> (f64, f64) {
-    let tr = toy.transform();
-    let (a, b) = proxy_window(toy, &tr);
-    let n = 40_000;
-    let h = (b - a) / n as f64;
-    let pts: Vec<f64> = (0..=n).map(|i| a + h * i as f64).collect();
-    let ls: Vec<f64> = pts.iter().map(|&p| proxy_log_density(toy, &tr, p)).collect();
-    let m = ls.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (mut z, mut e1, mut e2, mut eg, mut e1g, mut e2g) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for (&p, &l) in pts.iter().zip(&ls) {
-        let w = (l - m).exp();
-        let du = proxy_du(toy, &tr, p);
-        let d = 1e-5 * p.abs().max(1.0);
-        let d2u = (proxy_du(toy, &tr, p + d) - proxy_du(toy, &tr, p - d)) / (2.0 * d);
-        let g = 0.25 * du * du - 0.5 * d2u;
-        if !(w * g).is_finite() {
-            continue;
-        }
-        let th = tr.forward(p);
-        z += w;
-        e1 += w * th;
-        e2 += w * th * th;
-        eg += w * g;
-        e1g += w * th * g;
-        e2g += w * th * th * g;
-    }
-    ((e1g - e1 * eg / z) / z, (e2g - e2 * eg / z) / z)
+    with_proxy(toy, |p| p.first_order())
 }
 
-/// The stationary E_ε[θ] and E_ε[θ²] of the CoRV chain at step ε (spec §3.2 item 4): cells of
-/// width h = √(2ε)/12 over the proxy window; row k of the transfer matrix is the cell mass of
-/// N(x_k − εU′(x_k), 2ε − h²/12) (the −h²/12 undoes the rounding to cell centres), mass beyond
-/// the band or the window folded onto the end cells; π solved by the GTH state reduction
-/// (Grassmann, Taksar & Heyman 1985), which only adds non-negative terms and keeps the band.
+/// The stationary E_ε[θ] and E_ε[θ²] of the CoRV chain at step ε (spec §3.2 item 4), by
+/// `dlp_exact::corv`'s banded transfer operator.
 pub fn corv_oracle(toy: Toy, eps: f64) -> (f64, f64) {
-    let tr = toy.transform();
-    let (a, b) = proxy_window(toy, &tr);
-    let h = (2.0 * eps).sqrt() / 12.0;
-    let n = ((b - a) / h).ceil() as usize + 1;
-    let xs: Vec<f64> = (0..n).map(|k| a + h * k as f64).collect();
-    let sd = (2.0 * eps - h * h / 12.0).sqrt();
-    let means: Vec<f64> = xs.iter().map(|&x| x - eps * proxy_du(toy, &tr, x)).collect();
-    let drift = xs.iter().zip(&means).map(|(x, m)| (m - x).abs()).fold(0.0, f64::max);
-    let bw = ((drift + 9.0 * sd) / h).ceil() as usize + 1;
-    let w = 2 * bw + 1;
-    let normal = Normal::standard();
-    // p[k][c] = P(k → k − bw + c), c ∈ 0..w.
-    let mut p = vec![0.0; n * w];
-    for k in 0..n {
-        let lo_c = k.saturating_sub(bw);
-        let hi_c = (k + bw).min(n - 1);
-        for c in lo_c..=hi_c {
-            let left = if c == lo_c { f64::NEG_INFINITY } else { (xs[c] - 0.5 * h - means[k]) / sd };
-            let right = if c == hi_c { f64::INFINITY } else { (xs[c] + 0.5 * h - means[k]) / sd };
-            // Upper-tail difference where both ends are right of the mean (no cancellation).
-            let mass =
-                if left > 0.0 { normal.sf(left) - normal.sf(right) } else { normal.cdf(right) - normal.cdf(left) };
-            p[k * w + c + bw - k] = mass.max(0.0);
-        }
-    }
-    let at = |p: &Vec<f64>, i: usize, j: usize| -> f64 { if i.abs_diff(j) > bw { 0.0 } else { p[i * w + j + bw - i] } };
-    // GTH: eliminate states n−1, …, 1; s_k = Σ_{j<k} P[k][j].
-    let mut s = vec![0.0; n];
-    for k in (1..n).rev() {
-        let lo = k.saturating_sub(bw);
-        let sk: f64 = (lo..k).map(|j| at(&p, k, j)).sum();
-        s[k] = sk;
-        if sk <= 0.0 {
-            continue;
-        }
-        for i in lo..k {
-            let pik = at(&p, i, k);
-            if pik == 0.0 {
-                continue;
-            }
-            for j in lo..k {
-                let pkj = at(&p, k, j);
-                if pkj != 0.0 && i.abs_diff(j) <= bw {
-                    p[i * w + j + bw - i] += pik * pkj / sk;
-                }
-            }
-        }
-    }
-    let mut pi = vec![0.0; n];
-    pi[0] = 1.0;
-    for k in 1..n {
-        let lo = k.saturating_sub(bw);
-        let num: f64 = (lo..k).map(|i| pi[i] * at(&p, i, k)).sum();
-        pi[k] = if s[k] > 0.0 { num / s[k] } else { 0.0 };
-    }
-    let z: f64 = pi.iter().sum();
-    let (mut m1, mut m2) = (0.0, 0.0);
-    for (x, q) in xs.iter().zip(&pi) {
-        let th = tr.forward(*x);
-        m1 += q * th;
-        m2 += q * th * th;
-    }
-    (m1 / z, m2 / z)
+    with_proxy(toy, |p| p.stationary_moments(eps))
 }
 
 #[cfg(test)]
@@ -409,33 +288,16 @@ mod tests {
         }
     }
 
-    /// The transfer-operator oracle against spec §3.2 item 4 (computed there independently with
-    /// h = 0.005, to 7 digits): Gamma(0.5, 0.5) with softplus at ε = 0.1, and Beta(2, 0.5) with
-    /// sigmoid, whose mean is exactly 0.8 at any ε (item 1). Tolerance 2e−6: both grids are
-    /// O(h²)-accurate and ours is coarser (h = √(2ε)/12 = 0.037).
+    /// The toys reach `dlp_exact::corv` with their own densities and transforms: c₁ of
+    /// Beta(2, 2) is 0 by symmetry and its c₂ is spec §3.2 item 3's 0.0171429; Beta(2, 0.5)'s
+    /// stationary mean is exactly 0.8 at any ε (item 1). The oracles' own checks (closed forms,
+    /// brute force, the spec's tables) are in dlp-exact.
     #[test]
-    fn corv_oracle_matches_the_spec_table() {
-        let (m1, m2) = corv_oracle(Toy::Gamma(0.5, 0.5), 0.1);
-        assert!((m1 - 0.2514401).abs() < 2e-6 && (m2 - 0.1928501).abs() < 2e-6, "{m1} {m2}");
+    fn the_toys_oracles_match_the_spec() {
+        let (c1, c2) = first_order(Toy::Beta(2.0, 2.0));
+        assert!(c1.abs() < 1e-7 && (c2 - 0.0171429).abs() < 1e-6, "{c1} {c2}");
         let (m1, _) = corv_oracle(Toy::Beta(2.0, 0.5), 0.1);
         assert!((m1 - 0.8).abs() < 2e-6, "{m1}");
-    }
-
-    /// c₁ of spec §3.2 item 3's table (6 digits) by our quadrature.
-    #[test]
-    fn first_order_coefficients_match_the_spec_table() {
-        let rows = [
-            (Toy::Beta(2.0, 2.0), 0.0, 0.0171429),
-            (Toy::Beta(2.0, 0.5), 0.0, 0.00742115),
-            (Toy::Gamma(0.5, 0.5), 0.0140364, 0.0519062),
-            (Toy::Gamma(2.0, 2.0), 0.11228, 1.31652),
-            (Toy::TruncNormal(-5.0, 0.0), 0.0259285, 0.179155),
-        ];
-        for (t, c1, c2) in rows {
-            let (a, b) = first_order(t);
-            assert!((a - c1).abs() < 1e-5 * c1.abs().max(1.0) * 10.0, "{} c1 {a} vs {c1}", t.name());
-            assert!((b - c2).abs() < 1e-4 * c2.abs().max(0.01), "{} c2 {b} vs {c2}", t.name());
-        }
     }
 
     /// The histogram of exact draws has a small RMSE; a point mass has a large one.

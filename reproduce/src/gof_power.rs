@@ -300,9 +300,7 @@ impl Experiment {
             let mut ell = vec![0.0; MIXING_CHAINS];
             model.log_density_batch(&xs, &mut ell);
             let v: Vec<f64> = ell.iter().map(|l| l * t / n_edges).collect();
-            let m = v.iter().sum::<f64>() / v.len() as f64;
-            let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-            (m, (var / v.len() as f64).sqrt())
+            dlp_core::stats::mean_standard_error(&v)
         };
         let (short, short_se) = nn(sweeps, 0);
         let (long, long_se) = nn(5 * sweeps, 1);
@@ -517,10 +515,8 @@ pub fn claims(tallies: &[Tally], n0: usize) -> Vec<Value> {
     let mut worst = (0.0f64, String::new());
     for t in tallies {
         if let Some(s) = spec_rate(t.test, t.cell) {
-            let (p1, n1, n2) = (t.rate(), t.reps as f64, SPEC_TRIALS as f64);
-            let pooled = (p1 * n1 + s * n2) / (n1 + n2);
-            let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
-            let z = if se > 0.0 { (p1 - s) / se } else { 0.0 };
+            let p1 = t.rate();
+            let z = dlp_core::stats::two_proportion_z(p1, t.reps as f64, s, SPEC_TRIALS as f64);
             total += 1;
             if z.abs() < 3.0 {
                 agree += 1;

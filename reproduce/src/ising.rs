@@ -7,10 +7,9 @@ use crate::plot::{BoxStats, Figure, Panel, RefLine, Series};
 use crate::report::{Claims, five_json};
 use crate::{Run, SamplerSpec};
 use anyhow::Result;
-use dlp_core::math::{sigmoid, softplus};
+use dlp_core::math::sigmoid;
 use dlp_core::stats::{ess_tfp, quantile};
 use dlp_core::{RunOptions, Sampler, Target, run_chains, setup_rng};
-use dlp_exact::{EnumOptions, enumerate_with};
 use dlp_models::IsingModel;
 use rand::RngExt;
 use serde_json::{Value, json};
@@ -266,45 +265,9 @@ pub fn fig3_figure(outcomes: &[MeanRun], chains: usize, steps: usize, seed: u64)
 }
 
 /// E_π\[s_i\] and DULA's E_{π_α}\[s_i\] at step size `alpha`, averaged over sites, by one
-/// enumeration (Fig. 7's truth). Z_α is written from spec §4.2 with the model's local fields,
-/// not the sampler's code: log Z_α(x) = Σ_i softplus(ℓ_i), ℓ_i = −s_i·h_i(x) − 1/(2α). On the
-/// paper's lattice (equal couplings and fields) ℓ_i depends only on s_i and the number of +1
-/// neighbours, so the softplus values come from a table (2^25 states × 25 sites per σ_c
-/// otherwise cost minutes of exp/ln).
+/// enumeration (Fig. 7's truth): `dlp_exact::ising_mean_and_dula_mean`.
 pub fn mean_and_dula_mean(model: &IsingModel, alpha: f64) -> Result<(f64, f64)> {
-    let d = model.d();
-    let w = model.neighbour_weights();
-    let uniform = w.iter().all(|&v| v == w[0]) && model.fields().iter().all(|&b| b == model.fields()[0]);
-    let max_deg = (0..d).map(|i| model.neighbours_of(i).0.len()).max().unwrap_or(0);
-    // table[x_i][ups] for the uniform case: h = b + J·(2·ups − deg) for a site of degree deg.
-    let table = |deg: usize| -> Vec<[f64; 2]> {
-        (0..=deg)
-            .map(|ups| {
-                let h = model.fields()[0] + w.first().copied().unwrap_or(0.0) * (2.0 * ups as f64 - deg as f64);
-                [softplus(h - 0.5 / alpha), softplus(-h - 0.5 / alpha)]
-            })
-            .collect()
-    };
-    let tables: Vec<Vec<[f64; 2]>> = (0..=max_deg).map(table).collect();
-    let log_z_alpha = |x: &[u32]| -> f64 {
-        (0..d)
-            .map(|i| {
-                if uniform {
-                    let ns = model.neighbours_of(i).0;
-                    let ups = ns.iter().filter(|&&j| x[j as usize] == 1).count();
-                    tables[ns.len()][ups][x[i] as usize]
-                } else {
-                    softplus(-model.value_of(x[i]) * model.local_field(x, i) - 0.5 / alpha)
-                }
-            })
-            .sum::<f64>()
-    };
-    let mean = |x: &[u32]| x.iter().map(|&c| model.value_of(c)).sum::<f64>() / d as f64;
-    let h_z = |x: &[u32]| log_z_alpha(x).exp();
-    let h_zs = |x: &[u32]| log_z_alpha(x).exp() * mean(x);
-    let e = enumerate_with(model, &EnumOptions { pair_moments: false, keep_probs: false }, &[&h_z, &h_zs])?;
-    let mean_s = e.mean_value.iter().sum::<f64>() / d as f64;
-    Ok((mean_s, e.expectations[1] / e.expectations[0]))
+    Ok(dlp_exact::ising_mean_and_dula_mean(model, alpha)?)
 }
 
 /// Steps that fit in `budget` seconds of the slowest task's time inside `step`, from pilot

@@ -27,7 +27,9 @@ pub mod corv_bnn;
 pub mod csv_out;
 #[cfg(feature = "tensor")]
 pub mod ebm;
+#[cfg(feature = "plain")]
 pub mod gf_svgd;
+#[cfg(feature = "plain")]
 pub mod gof_power;
 pub mod grid;
 #[cfg(feature = "tensor")]
@@ -36,8 +38,10 @@ pub mod ising;
 mod meta;
 pub mod nmf;
 pub mod observe;
+#[cfg(feature = "plain")]
 pub mod pcd;
 pub mod plot;
+#[cfg(feature = "plain")]
 pub mod rbm;
 pub mod report;
 pub mod results;

@@ -477,10 +477,33 @@ pub fn svg(figure: &Figure) -> Result<String> {
     Ok(svg)
 }
 
-/// Draws `figure` as a PNG at `path` (the encoder follows the extension, so `path` must end
-/// in `.png`).
+/// Draws `figure` as a PNG at `path`.
 pub fn png(figure: &Figure, path: &Path) -> Result<()> {
-    draw_figure(BitMapBackend::new(path, figure.size()).into_drawing_area(), figure)
+    let (w, h) = figure.size();
+    let mut rgb = vec![0u8; 3 * w as usize * h as usize];
+    draw_figure(BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area(), figure)?;
+    write_png(path, (w, h), &rgb)
+}
+
+/// Writes an RGB8 buffer as a PNG with the settings plotters' `bitmap_encoder` (the `image`
+/// crate) used: fast compression, adaptive filtering; so the files are byte-identical to
+/// before. Drawing into a buffer and encoding with `png` alone keeps `image` (its decoders, a
+/// second `syn`) out of the build (paper/performance.md, "Cold build of `just reproduce fig3`").
+/// Encoded in memory, then written, so that a failed write is reported (a `BufWriter` flushed
+/// on drop would swallow it).
+fn write_png(path: &Path, (w, h): (u32, u32), rgb: &[u8]) -> Result<()> {
+    let e = |e: png::EncodingError| anyhow!("encoding {}: {e}", path.display());
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    encoder.set_filter(png::FilterType::Sub);
+    encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+    let mut writer = encoder.write_header().map_err(e)?;
+    writer.write_image_data(rgb).map_err(e)?;
+    writer.finish().map_err(e)?;
+    std::fs::write(path, bytes).map_err(|err| anyhow!("writing {}: {err}", path.display()))
 }
 
 /// Draws up to 100 binary square images (`states`, `d` pixels each, 1 = white) as a
@@ -492,7 +515,8 @@ pub fn image_grid_png(path: &Path, states: &[u32], d: usize) -> Result<()> {
     let rows = n.div_ceil(cols).max(1);
     let cell = side as u32 * scale + gap;
     let size = (cols as u32 * cell + gap, rows as u32 * cell + gap);
-    let area = BitMapBackend::new(path, size).into_drawing_area();
+    let mut rgb = vec![0u8; 3 * size.0 as usize * size.1 as usize];
+    let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
     area.fill(&RGBColor(128, 128, 128))?;
     for k in 0..n {
         let (r, c) = ((k / cols) as u32, (k % cols) as u32);
@@ -509,7 +533,8 @@ pub fn image_grid_png(path: &Path, states: &[u32], d: usize) -> Result<()> {
         }
     }
     area.present()?;
-    Ok(())
+    drop(area);
+    write_png(path, size, &rgb)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Diagnostics: running means and effective sample size.
+//! Diagnostics and summaries: running means, effective sample size, quantiles, distances,
+//! intervals, means with standard errors and least-squares slopes.
 
 /// Effective sample size of one series with the estimator of TensorFlow Probability that
 /// the paper's code uses (spec §3.2): ρ̂_k = autocovariance at lag k with divisor n − k over
@@ -140,6 +141,44 @@ pub fn wilson_interval(k: usize, r: usize) -> (f64, f64) {
     (lo, hi)
 }
 
+/// The sample mean and the sample variance (divisor n − 1) of `values`; the variance is NaN
+/// for fewer than two values and both are NaN when empty.
+pub fn mean_variance(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var =
+        if values.len() > 1 { values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { f64::NAN };
+    (mean, var)
+}
+
+/// The sample mean of `values` and its standard error √(s²/n), s² the sample variance
+/// ([`mean_variance`]); the error is NaN for fewer than two values.
+pub fn mean_standard_error(values: &[f64]) -> (f64, f64) {
+    let (mean, var) = mean_variance(values);
+    (mean, (var / values.len() as f64).sqrt())
+}
+
+/// The ordinary least-squares slope Σ(x − x̄)(y − ȳ) / Σ(x − x̄)² of the points (x, y); NaN
+/// for fewer than two points (and for equal x, where it is undefined).
+pub fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
+    if points.len() < 2 {
+        return f64::NAN;
+    }
+    let n = points.len() as f64;
+    let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    sxy / sxx
+}
+
+/// The two-proportion z-score of k₁/n₁ against a reference proportion p₂ measured on n₂
+/// trials, with the pooled standard error; 0 when that error is 0 (both proportions 0 or 1).
+pub fn two_proportion_z(p1: f64, n1: f64, p2: f64, n2: f64) -> f64 {
+    let pooled = (p1 * n1 + p2 * n2) / (n1 + n2);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
+    if se > 0.0 { (p1 - p2) / se } else { 0.0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +234,30 @@ mod tests {
         rm.add(&[1, 1, 1, 0], spin);
         assert!((rm.squared_error_sum(&[0.5, 0.5]) - 1.0).abs() < 1e-12);
         assert!((log_rmse(1.0, 4) - 0.5f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn mean_variance_standard_error_and_slope_by_hand() {
+        // [1, 2, 3, 6]: mean 3, squared deviations 4 + 1 + 0 + 9 = 14, s² = 14/3, se = √(14/12).
+        let (m, v) = mean_variance(&[1.0, 2.0, 3.0, 6.0]);
+        assert_eq!(m, 3.0);
+        assert!((v - 14.0 / 3.0).abs() < 1e-15, "{v}");
+        let (m, se) = mean_standard_error(&[1.0, 2.0, 3.0, 6.0]);
+        assert!(m == 3.0 && (se - (14.0f64 / 12.0).sqrt()).abs() < 1e-15, "{se}");
+        assert!(mean_variance(&[5.0]).1.is_nan() && mean_standard_error(&[5.0]).1.is_nan());
+        // y = 3 − 2x exactly, then a point off the line: slope of (0,0),(1,1),(2,1) is ½
+        // (x̄ = 1, ȳ = ⅔: Sxy = 1, Sxx = 2).
+        let line: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 3.0 - 2.0 * i as f64)).collect();
+        assert!((least_squares_slope(&line) + 2.0).abs() < 1e-15);
+        assert!((least_squares_slope(&[(0.0, 0.0), (1.0, 1.0), (2.0, 1.0)]) - 0.5).abs() < 1e-15);
+        assert!(least_squares_slope(&[(1.0, 2.0)]).is_nan());
+    }
+
+    #[test]
+    fn two_proportion_z_by_hand() {
+        // 0.6 of 100 against 0.4 of 100: pooled 0.5, se = √(0.25 · 0.02) = √0.005, z = 0.2/√0.005.
+        let z = two_proportion_z(0.6, 100.0, 0.4, 100.0);
+        assert!((z - 0.2 / 0.005f64.sqrt()).abs() < 1e-12, "{z}");
+        assert!(two_proportion_z(0.0, 10.0, 0.0, 10.0) == 0.0 && two_proportion_z(0.4, 10.0, 0.6, 10.0) < 0.0);
     }
 }

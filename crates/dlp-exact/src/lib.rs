@@ -7,6 +7,10 @@
 //!   closed form π_α ∝ π·Z_α, Theorem 5.1's bounds, [`ExactReport`].
 //! * [`ergodic`]: communicating classes, closed classes, periods and per-class laws of a
 //!   transition matrix: irreducibility and aperiodicity, checked before any law is solved.
+//! * [`corv`]: the first-order bias and the finite-step stationary moments of the CoRV
+//!   Langevin chain on a 1-D bounded target (quadrature, banded transfer operator + GTH): the
+//!   exact checks of `dlp_samplers::bounded` (paper 001).
+//! * [`lattice`]: E_π and DULA's E_{π_α} of an Ising model's mean spin in one enumeration.
 //! * [`reference`]: transition matrices transcribed from the papers' formulas, independent
 //!   of `dlp-samplers`, for every registered sampler.
 //!
@@ -17,9 +21,11 @@
 // Index loops transcribe the formulas (x_i, W_ij) as written; iterator forms would obscure them.
 #![allow(clippy::needless_range_loop)]
 
+pub mod corv;
 pub mod enumerate;
 pub mod ergodic;
 pub mod gth;
+pub mod lattice;
 pub mod matrix;
 pub mod reference;
 pub mod spectrum;
@@ -28,6 +34,7 @@ pub use enumerate::{
     EnumOptions, Enumeration, enumerate, enumerate_plain, enumerate_with, expectation, gray_code_applies,
     log_densities, probabilities,
 };
+pub use lattice::ising_mean_and_dula_mean;
 pub use matrix::{
     DulaLaw, ExactReport, Mixing, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
     general_eigenvalues, kernel_matrix, mixing, stationarity_residual, stationary, stationary_gth, stationary_lu,

@@ -85,8 +85,7 @@ fn run(args: Args) -> Result<()> {
                     runs.push(vec![toy.name(), method.to_string(), ep.to_string(), s.to_string(), v.to_string()]);
                 }
                 let k = ms.len() as f64;
-                let avg = ms.iter().sum::<f64>() / k;
-                let se = (ms.iter().map(|v| (v - avg).powi(2)).sum::<f64>() / (k - 1.0) / k).sqrt();
+                let (avg, se) = dlp_core::stats::mean_standard_error(ms);
                 let err = (avg - toy.mean()).abs();
                 let per_seed = ms.iter().map(|v| (v - toy.mean()).abs()).sum::<f64>() / k;
                 let exact = if *method == "corv" { oracle[t * n_eps + e].map(|o| o - toy.mean()) } else { None };

@@ -15,7 +15,7 @@ use crate::args::CommonArgs;
 use crate::plot::{Band, Figure, Panel};
 use crate::results::Run;
 use anyhow::{Context, Result, bail};
-use dlp_core::stats::quantile;
+use dlp_core::stats::{mean_variance, quantile};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,9 +48,8 @@ pub fn describe(values: &[f64]) -> (usize, [f64; 5]) {
     if n == 0 {
         return (0, [f64::NAN; 5]);
     }
-    let mean = v.iter().sum::<f64>() / n as f64;
-    let std =
-        if n > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { f64::NAN };
+    let (mean, var) = mean_variance(&v);
+    let std = var.sqrt();
     (n, [mean, std, quantile(&v, 0.0), quantile(&v, 0.5), quantile(&v, 1.0)])
 }
 
