@@ -16,6 +16,7 @@ use dlp_candle::Error;
 use dlp_candle::device_chains::DeviceChains;
 use dlp_candle::device_rbm::{PURPOSE_FLIP, PURPOSE_MH};
 use dlp_candle::philox::{counter, philox4x32_10, u01_of_u64, u64_of};
+use dlp_core::TargetExt;
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Space, Target};
 use dlp_models::Rbm;
@@ -96,7 +97,7 @@ pub fn dlp_reference_step(
     let space = target.space().clone();
     let proposal = DlpProposal::new(alpha, None).unwrap();
     let (mut f, mut g) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(x, &mut f, &mut g);
+    target.log_density_grad_batch(x, &mut f, &mut g).unwrap();
     let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
     let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
     let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), 1e-5)?;
@@ -105,7 +106,7 @@ pub fn dlp_reference_step(
         return Some(y);
     }
     let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(&y, &mut fy, &mut gy);
+    target.log_density_grad_batch(&y, &mut fy, &mut gy).unwrap();
     let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
     let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
     let ratio =

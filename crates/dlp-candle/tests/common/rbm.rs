@@ -9,6 +9,7 @@ use candle_core::Device;
 use dlp_candle::device_chains::DeviceChains;
 use dlp_candle::device_rbm::{DeviceRbm, PURPOSE_HIDDEN, PURPOSE_SITE, PURPOSE_VISIBLE, RbmSampler};
 use dlp_candle::philox::{counter, key_of_seed, philox4x32_10, u64_of};
+use dlp_core::TargetExt;
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
 use dlp_models::Rbm;
@@ -40,7 +41,7 @@ pub fn reference_step(rbm: &Rbm, sampler: RbmSampler, key: [u32; 2], j: usize, t
             let mut y = x.to_vec();
             y[i] ^= 1;
             let mut f = [0.0; 2];
-            rbm.log_density_batch(&[x, &y[..]].concat(), &mut f);
+            rbm.log_density_batch(&[x, &y[..]].concat(), &mut f).unwrap();
             let flip = draws(std::iter::once(((r[2] >> 8) as f64 / 16_777_216.0, sigmoid(f[1] - f[0]))), TIE)?;
             Some(if flip[0] == 1 { y } else { x.to_vec() })
         }
