@@ -26,7 +26,6 @@
 //! interact). The hidden pre-activations of the new state are kept for the next step and give
 //! f(x) = b·u + Σ_k softplus(a_k) at no extra cost (`density_evals = 1`).
 
-use dlp_core::Deltas;
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
 use crate::mh::exact_eval;
@@ -35,6 +34,7 @@ use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
 };
+use dlp_core::Deltas;
 use dlp_core::TargetExt;
 use dlp_core::capability::RbmView;
 use dlp_core::math::{sigmoid, softmax_in_place};

@@ -146,9 +146,10 @@ impl Evaluator for TargetEval<'_> {
     }
 }
 
-/// An evaluation error at the chains' start, as a start error.
+/// An evaluation error at the chains' start: the target failed (a device error), as it would
+/// inside a step, so the run ends with that error.
 pub fn start_error(e: EvalError) -> SamplerError {
-    SamplerError::BadInitialState(e.to_string())
+    SamplerError::Eval(e)
 }
 
 /// How long a chain's f(x), ∇f(x) and proposal cache stay valid.
@@ -188,8 +189,8 @@ pub struct MhChains<'t, P: Proposal, E: Evaluator = TargetEval<'t>> {
 
 impl<'t, P: Proposal> MhChains<'t, P> {
     /// Chains on `target` started at the rows of `x0` (already checked against the space),
-    /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start becomes
-    /// [`SamplerError::BadInitialState`].
+    /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start ends the run
+    /// as one inside a step would ([`SamplerError::Eval`]).
     pub fn on_target(
         target: &'t dyn Target,
         proposal: P,
