@@ -324,3 +324,46 @@ pub enum EvalError {
         message: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Quadratic;
+
+    /// The blanket batch loop of a row target: each row as `row_log_density(_grad)` computes
+    /// it alone, bit for bit; minibatches are refused.
+    #[test]
+    fn row_targets_evaluate_each_row_alone_and_refuse_minibatches() {
+        let t = Quadratic::spec_tiny();
+        let xs = [0, 1, 1, 1, 0, 1, 1, 1, 1];
+        let (mut f, mut g) = ([0.0; 3], [0.0; 9]);
+        t.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
+        for (r, x) in xs.chunks(3).enumerate() {
+            let mut gr = [0.0; 3];
+            assert_eq!(f[r].to_bits(), t.row_log_density_grad(x, &mut gr).to_bits());
+            assert_eq!(f[r].to_bits(), t.log_density(x).unwrap().to_bits());
+            assert!(gr.iter().zip(&g[3 * r..]).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        assert_eq!(t.evaluate(&xs, Batch::Items(&[0]), &mut f, None), Err(EvalError::NoData));
+        assert_eq!(t.n_data(), None);
+    }
+
+    /// Without a conditionals capability the differences are evaluated; `Deltas` and the
+    /// `TargetExt` methods give the same numbers.
+    #[test]
+    fn evaluated_deltas_are_differences_of_f() {
+        let t = Quadratic::spec_tiny();
+        let x = [1, 0, 1];
+        let f0 = t.log_density(&x).unwrap();
+        let (mut flips, mut via) = ([0.0; 3], [0.0; 3]);
+        t.flip_deltas(&x, &mut flips).unwrap();
+        Deltas::of(&t).flip_deltas(&x, &mut via).unwrap();
+        for i in 0..3 {
+            let mut y = x;
+            y[i] ^= 1;
+            assert_eq!(flips[i].to_bits(), (t.log_density(&y).unwrap() - f0).to_bits(), "flip {i}");
+            assert_eq!(flips[i].to_bits(), via[i].to_bits());
+        }
+        assert_eq!(t.cheap_flip_delta(&x, 0), None);
+    }
+}

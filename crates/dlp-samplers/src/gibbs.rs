@@ -529,3 +529,55 @@ mod site_state_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod interrupt_tests {
+    use dlp_core::capability::Interrupt;
+    use dlp_core::{Batch, Capabilities, EvalError, RunOptions, Sampler, SamplerError, Space, Target, run_chains};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Ising conditionals without any `evaluate` inside a step, plus an interrupt that fires at
+    /// the runner's `after`-th poll (as Python's Ctrl-C guard does).
+    struct Interrupting<'a> {
+        inner: &'a dyn Target,
+        polls: AtomicUsize,
+        after: usize,
+        evaluations: AtomicUsize,
+    }
+
+    impl Interrupt for Interrupting<'_> {
+        fn interrupted(&self) -> Option<EvalError> {
+            (self.polls.fetch_add(1, Ordering::SeqCst) + 1 >= self.after)
+                .then(|| EvalError::Device { device: "test".into(), message: "interrupted".into() })
+        }
+    }
+
+    impl Target for Interrupting<'_> {
+        fn space(&self) -> &Space {
+            self.inner.space()
+        }
+        fn evaluate(&self, xs: &[u32], b: Batch<'_>, f: &mut [f64], g: Option<&mut [f64]>) -> Result<(), EvalError> {
+            self.evaluations.fetch_add(1, Ordering::SeqCst);
+            self.inner.evaluate(xs, b, f, g)
+        }
+        fn capabilities(&self) -> Capabilities<'_> {
+            Capabilities { interrupt: Some(self), ..self.inner.capabilities() }
+        }
+    }
+
+    /// Single-site Gibbs on an Ising model reads only the conditionals inside a step, so only
+    /// the runner's poll of the interrupt capability can stop it: the run must end at the
+    /// third step with the interrupt's error.
+    #[test]
+    fn an_interrupt_stops_a_run_whose_steps_never_evaluate() {
+        let c = dlp_models::Couplings::lattice(&[4, 4], true, 0.3).unwrap();
+        let m = dlp_models::IsingModel::new(dlp_core::DomainKind::Spin, c, vec![0.0; 16]).unwrap();
+        let t = Interrupting { inner: &m, polls: AtomicUsize::new(0), after: 3, evaluations: AtomicUsize::new(0) };
+        let s = super::Gibbs { scan: super::Scan::Random };
+        let opts = RunOptions { seed: 1, threads: 1, chains_per_task: 0 };
+        let err = run_chains(&s as &dyn Sampler, &t, &[0; 4 * 16], 1000, &opts, |_, _| ()).err().expect("interrupted");
+        assert!(matches!(err, SamplerError::Eval(EvalError::Device { ref message, .. }) if message == "interrupted"));
+        assert_eq!(t.polls.load(Ordering::SeqCst), 3, "one poll per step");
+        assert_eq!(t.evaluations.load(Ordering::SeqCst), 1, "only `start` evaluates");
+    }
+}
