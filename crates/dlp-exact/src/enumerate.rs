@@ -9,7 +9,7 @@
 //! pool size.
 //!
 //! Fast path: on binary/spin spaces whose target computes one flip cheaply
-//! ([`TargetExt::cheap_flip_delta`](dlp_core::TargetExt::cheap_flip_delta), the lattice Ising), each block is walked in Gray-code order
+//! ([`TargetExt::cheap_flip_delta`], the lattice Ising), each block is walked in Gray-code order
 //! and f is updated by single-flip differences, re-evaluated exactly at every block start
 //! ([`gray_code_applies`]). Results then differ from [`enumerate_plain`] by rounding only
 //! (~1e-13), and are still bit-identical for any thread count.

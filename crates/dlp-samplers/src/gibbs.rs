@@ -5,7 +5,7 @@
 //! coordinates 0..d−1). Both change **one coordinate per step call** (pitfall P6: the
 //! paper's "Gibbs-1" in the Ising-learning, EBM and BNN experiments is one site per step, not
 //! one sweep). The site is redrawn from its full conditional, π(x_i = v | x_{−i}) ∝
-//! exp(f(x with x_i = v) − f(x)), computed by [`TargetExt::coordinate_deltas`](dlp_core::TargetExt::coordinate_deltas), so every domain
+//! exp(f(x with x_i = v) − f(x)), computed by [`TargetExt::coordinate_deltas`], so every domain
 //! works (for binary targets this is the code's "flip with probability σ(f(x^{(i)}) − f(x))").
 //!
 //! Cost (§1.12): one `coordinate_deltas` call over the K values of the site, counted as K

@@ -86,7 +86,7 @@ fn slots(space: &Space) -> usize {
 }
 
 /// Log-probabilities of GWG's moves at `x` from the gradient `grad` (layout of
-/// [`TargetExt::log_density_grad`](dlp_core::TargetExt::log_density_grad)), into `out` (length d·K, move m = i·K + v sets x_i = v):
+/// [`TargetExt::log_density_grad`]), into `out` (length d·K, move m = i·K + v sets x_i = v):
 /// log softmax of ½ g_i (1 − 2x_i) at v = 1 − x_i for binary/spin, of ½(G_{i,v} − G_{i,c_i})
 /// for categorical; the "stay" slots v = x_i get −∞.
 pub fn move_log_probs(space: &Space, x: &[u32], grad: &[f64], out: &mut [f64]) {

@@ -2,7 +2,7 @@
 //!
 //! Spec `reproduction.md` §2, row `lb` (LB-1 of the paper's plots). Binary and spin targets:
 //! logits λ_i(x) = (f(x^{(i)}) − f(x))/2 from the d exact flip differences
-//! ([`TargetExt::flip_deltas`](dlp_core::TargetExt::flip_deltas)); draw i ~ softmax(λ(x)), propose x' = x^{(i)}, compute the same
+//! ([`TargetExt::flip_deltas`]); draw i ~ softmax(λ(x)), propose x' = x^{(i)}, compute the same
 //! d logits at x' and accept with probability min(1, Z(x)/Z(x')), Z(x) = Σ_i exp λ_i(x), in
 //! log space (the f-difference cancels exactly against the proposal ratio:
 //! e^{Δ}·(e^{−Δ/2}/Z(x'))/(e^{Δ/2}/Z(x)) = Z(x)/Z(x')).
