@@ -5,13 +5,12 @@
 //! `(n, d)` (binary, spin) or `(n, d, K)` (categorical, one-hot). The samplers move the bit
 //! x = (s + 1)/2 of a spin, so a spin gradient is multiplied by ds/dx = 2 here.
 //!
-//! The GIL is taken only inside the call. The call cannot fail through the infallible
-//! [`Target`] methods, so a Python exception or a result of the wrong shape is parked (the
-//! first one, with its Python exception), NaN is written, and [`Target::take_error`] reports it
-//! to the runner, which stops the run after that step; the front end then raises the parked
-//! exception as a `ValueError` with the original as its cause.
+//! The GIL is taken only inside the call. A Python exception or a result of the wrong shape is
+//! returned from [`Target::evaluate`] as an [`EvalError`], which stops the run; the Python
+//! exception itself is kept (the first one) and the front end raises it as a `ValueError` with
+//! the original as its cause.
 
-use dlp_core::{DomainKind, EvalError, Space, Target};
+use dlp_core::{Batch, DomainKind, EvalError, Space, Target};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::sync::Mutex;
@@ -20,23 +19,18 @@ use std::sync::Mutex;
 pub struct CallbackTarget {
     space: Space,
     func: Py<PyAny>,
-    /// The first failure since the last `take_error`: the runner's message and the exception.
-    error: Mutex<Option<(EvalError, PyErr)>>,
-    /// The exception kept for the front end after the runner took the `EvalError`.
+    /// The exception of the first failed call, kept for the front end.
     py_error: Mutex<Option<PyErr>>,
 }
 
 impl CallbackTarget {
     /// A callback model on `space`.
     pub fn new(space: Space, func: Py<PyAny>) -> Self {
-        CallbackTarget { space, func, error: Mutex::new(None), py_error: Mutex::new(None) }
+        CallbackTarget { space, func, py_error: Mutex::new(None) }
     }
 
     /// The Python exception of the last failed call, if any (cleared).
     pub fn take_py_error(&self) -> Option<PyErr> {
-        if let Some((_, e)) = self.error.lock().ok()?.take() {
-            return Some(e);
-        }
         self.py_error.lock().ok()?.take()
     }
 
@@ -88,22 +82,20 @@ impl CallbackTarget {
         Ok(())
     }
 
-    /// Runs the call with the GIL; on failure parks the error and writes NaN.
-    fn call_or_park(&self, xs: &[u32], f: &mut [f64], mut grad: Option<&mut [f64]>) {
-        let r = Python::attach(|py| self.call(py, xs, f, grad.as_deref_mut()));
-        if let Err(e) = r {
-            f.fill(f64::NAN);
-            if let Some(g) = grad {
-                g.fill(f64::NAN);
-            }
-            if let Ok(mut slot) = self.error.lock()
-                && slot.is_none()
-            {
-                let message = Python::attach(|py| e.value(py).str().map(|s| dlp_core::io::one_line(&s.to_string())))
-                    .unwrap_or_default();
-                *slot = Some((EvalError::Device { device: "python callback".into(), message }, e));
-            }
+    /// Runs the call with the GIL; on failure keeps the exception (the first one) and returns
+    /// its one-line message as the error.
+    fn call_or_keep(&self, xs: &[u32], f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), EvalError> {
+        let Err(e) = Python::attach(|py| self.call(py, xs, f, grad)) else {
+            return Ok(());
+        };
+        let message =
+            Python::attach(|py| e.value(py).str().map(|s| dlp_core::io::one_line(&s.to_string()))).unwrap_or_default();
+        if let Ok(mut slot) = self.py_error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e);
         }
+        Err(EvalError::Device { device: "python callback".into(), message })
     }
 }
 
@@ -124,19 +116,16 @@ impl Target for CallbackTarget {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.call_or_park(xs, out, None);
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.call_or_park(xs, log_density, Some(grad));
-    }
-
-    fn take_error(&self) -> Option<EvalError> {
-        let (e, py) = self.error.lock().ok()?.take()?;
-        if let Ok(mut slot) = self.py_error.lock() {
-            *slot = Some(py);
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        if !batch.is_full() {
+            return Err(EvalError::NoData);
         }
-        Some(e)
+        self.call_or_keep(xs, log_density, grad)
     }
 }

@@ -346,7 +346,10 @@ pub fn mmd(
                 ));
                 let ys = py.detach(|| gibbs_draws(t, m, burnin, seed));
                 callback_error(model)?;
-                (ys, json!({"source": "model_sampler", "sampler": "gibbs", "burnin": burnin}))
+                (
+                    ys.map_err(|e| gof_error(e.into()))?,
+                    json!({"source": "model_sampler", "sampler": "gibbs", "burnin": burnin}),
+                )
             }
         }
         (None, None) => return Err(value_error("mmd needs model (to draw reference samples) or reference")),

@@ -5,11 +5,13 @@
 //! without the GIL, waking every 50 ms to let Python run its signal handlers: Python only
 //! runs them on the main thread, so a run that held that thread in Rust could not be
 //! interrupted. A pending KeyboardInterrupt sets a flag that the [`Guarded`] target reports
-//! through `take_error`, which the runner checks after every step; the run stops there and
+//! as an evaluation error and as its interrupt capability, which the runner polls after every
+//! step; the run stops there and
 //! the exception is re-raised. A Python callback model runs as one task on one thread, so its
 //! function is called once per sampler step with every chain (and never from two threads).
 
 use crate::{PyModel, py_err, to_indices, to_values, value_error};
+use dlp_core::capability::Interrupt;
 use dlp_core::{Batch, Capabilities, EvalError, RunOptions, SamplerError, Space, Target};
 use dlp_session::{Error as CliError, Progress, Ran, Request, Session, Spelling, StepSize, Tallies, Trace};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2};
@@ -30,45 +32,37 @@ pub fn check_step_size(step_size: Option<f64>) -> PyResult<()> {
 }
 
 /// A target that forwards everything to `inner` and reports an interrupt as an evaluation
-/// error, so that the runner stops at the end of the current step.
+/// error: from `evaluate`, and as its [`Interrupt`] capability, which the runner polls after
+/// every step (fast paths may never call `evaluate` inside a step), so the run stops at the
+/// end of the current step.
 struct Guarded<'a> {
     inner: &'a dyn Target,
-    stop: &'a AtomicBool,
+    stop: Stop<'a>,
+}
+
+/// The interrupt flag set by the waiting thread.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Interrupt for Stop<'_> {
+    fn interrupted(&self) -> Option<EvalError> {
+        self.0
+            .load(Ordering::Relaxed)
+            .then(|| EvalError::Device { device: "python".into(), message: "interrupted".into() })
+    }
 }
 
 impl Target for Guarded<'_> {
     fn space(&self) -> &Space {
         self.inner.space()
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.inner.log_density_batch(xs, out)
-    }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
-        self.inner.log_density_grad_batch(xs, f, grad)
-    }
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        self.inner.coordinate_deltas(x, i, out)
-    }
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        self.inner.flip_deltas(x, out)
-    }
-    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
-        self.inner.cheap_flip_delta(x, i)
-    }
-    fn n_data(&self) -> Option<usize> {
-        self.inner.n_data()
-    }
     fn evaluate(&self, xs: &[u32], batch: Batch<'_>, f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), EvalError> {
+        if let Some(e) = self.stop.interrupted() {
+            return Err(e);
+        }
         self.inner.evaluate(xs, batch, f, grad)
     }
-    fn take_error(&self) -> Option<EvalError> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Some(EvalError::Device { device: "python".into(), message: "interrupted".into() });
-        }
-        self.inner.take_error()
-    }
     fn capabilities(&self) -> Capabilities<'_> {
-        self.inner.capabilities()
+        Capabilities { interrupt: Some(&self.stop), ..self.inner.capabilities() }
     }
 }
 
@@ -160,7 +154,7 @@ pub fn sample<'py>(
         RunOptions { seed, threads, chains_per_task: 0 }
     };
     let stop = AtomicBool::new(false);
-    let guarded = Guarded { inner: target, stop: &stop };
+    let guarded = Guarded { inner: target, stop: Stop(&stop) };
     // The session: adaptation (as `dlp sample`), the fixed-α kernel, the kept run.
     let go = || -> Result<Ran<Record>, SamplerError> {
         session.run(

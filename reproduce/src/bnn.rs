@@ -551,6 +551,7 @@ pub fn mean_std(v: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlp_core::TargetExt;
 
     #[test]
     fn metrics_match_a_direct_computation_and_do_not_depend_on_threads() {
@@ -567,7 +568,7 @@ mod tests {
         let mut ll = 0.0;
         let mut ens = vec![0.0; data.y_test.len()];
         for th in x0.chunks(d) {
-            let f = m.log_density(th);
+            let f = m.log_density(th).unwrap();
             ll += f / TAU / 4.0; // f = −τ · MSE on the full training set
             let mut q = vec![0.0; data.y_test.len()];
             m.predict(th, &data.x_test, &mut q);

@@ -6,6 +6,7 @@
 use crate::plot::{Figure, Panel, RefLine, Series};
 use crate::report::Claims;
 use anyhow::Result;
+use dlp_core::TargetExt;
 use dlp_core::rng::derive_seed;
 use dlp_core::{DomainKind, Target};
 use dlp_gof::{
@@ -227,7 +228,8 @@ impl Experiment {
         let s = &self.settings;
         (0..s.reps)
             .map(|r| {
-                let ys = gibbs_draws(&self.null, max_n, s.sweeps, seed_for(s.seed, REFERENCE, 0, r));
+                let ys = gibbs_draws(&self.null, max_n, s.sweeps, seed_for(s.seed, REFERENCE, 0, r))
+                    .expect("a CPU Ising model cannot fail to evaluate");
                 bar.inc(1);
                 ys
             })
@@ -249,7 +251,7 @@ impl Experiment {
         (0..s.reps)
             .into_par_iter()
             .map(|r| {
-                let xs = gibbs_draws(&model, cell.n, s.sweeps, seed_for(s.seed, DATA, ci, r));
+                let xs = gibbs_draws(&model, cell.n, s.sweeps, seed_for(s.seed, DATA, ci, r))?;
                 let ys = &references[r][..cell.n * d];
                 let out = TESTS
                     .iter()
@@ -296,9 +298,10 @@ impl Experiment {
         let n_edges = self.null.couplings().n_pairs() as f64;
         // ⟨s_i s_j⟩ = T ℓ(x) / #edges on the zero-field lattice.
         let nn = |s: usize, which: u64| -> (f64, f64) {
-            let xs = gibbs_draws(&model, MIXING_CHAINS, s, seed_for(seed, MIXING + 16 * which, k, 0));
+            let xs = gibbs_draws(&model, MIXING_CHAINS, s, seed_for(seed, MIXING + 16 * which, k, 0))
+                .expect("a CPU Ising model cannot fail to evaluate");
             let mut ell = vec![0.0; MIXING_CHAINS];
-            model.log_density_batch(&xs, &mut ell);
+            model.log_density_batch(&xs, &mut ell).expect("a CPU Ising model cannot fail to evaluate");
             let v: Vec<f64> = ell.iter().map(|l| l * t / n_edges).collect();
             dlp_core::stats::mean_standard_error(&v)
         };

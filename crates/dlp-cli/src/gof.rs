@@ -396,7 +396,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
                             "reference drawn by {} single-site Gibbs sweeps (the space is too large to draw exactly); calibration is only guaranteed with exact draws",
                             args.burnin
                         ));
-                        let ys = gibbs_draws(t, m, args.burnin, args.seed);
+                        let ys = gibbs_draws(t, m, args.burnin, args.seed)
+                            .map_err(|e| gof_error(e.into(), args.model.as_deref()))?;
                         (ys, json!({"source": "model_sampler", "sampler": "gibbs", "burnin": args.burnin}))
                     }
                 }

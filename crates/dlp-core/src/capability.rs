@@ -1,5 +1,10 @@
 //! Capabilities: what a model offers samplers beyond f and ∇f.
 //!
+//! [`crate::Target`] itself is only a space and one fallible batched evaluation; everything
+//! else a model may offer is declared here: its number of data terms (minibatches), cheap
+//! single-coordinate conditionals ([`Conditionals`]), parameter views for the fast paths, and
+//! an interrupt the runner polls ([`Interrupt`]).
+//!
 //! A sampler with a specialised path (lattice DLP, the RBM's cached pre-activations, RBM block
 //! Gibbs) looks the capability up in [`crate::Target::capabilities`] at `start` and falls
 //! back to its generic path when it is absent. Capabilities are plain views defined here, so
@@ -15,9 +20,22 @@ mod rbm;
 
 pub use rbm::RbmView;
 
+use crate::target::EvalError;
+
 /// The capabilities one target declares; every field is optional.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct Capabilities<'a> {
+    /// N when f is a sum over N data items plus a prior, f(x) = Σ_{n<N} ℓ_n(x) + log p0(x),
+    /// so that [`crate::Target::evaluate`] accepts [`crate::Batch::Items`] (minibatch
+    /// estimates, paper 000 §6); `None` for models without data terms.
+    pub n_data: Option<usize>,
+    /// Single-coordinate differences computed without evaluating K whole states (Ising,
+    /// Potts, RBM, tables). Absent, [`crate::TargetExt::coordinate_deltas`] evaluates them.
+    pub conditionals: Option<&'a dyn Conditionals>,
+    /// A stop request from outside the run (Python's Ctrl-C), which the runner polls after
+    /// every step: fast paths may never call [`crate::Target::evaluate`] inside a step, so an
+    /// error returned there alone would not stop them.
+    pub interrupt: Option<&'a dyn Interrupt>,
     /// The parameters of a Bernoulli RBM: the RBM fast paths of DLP, GWG and single-site
     /// Gibbs, and `block-gibbs` (which needs it).
     pub rbm: Option<RbmView<'a>>,
@@ -32,9 +50,58 @@ pub struct Capabilities<'a> {
     pub site_updates: Option<&'a dyn SiteUpdates>,
 }
 
+impl std::fmt::Debug for Capabilities<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capabilities")
+            .field("n_data", &self.n_data)
+            .field("conditionals", &self.conditionals.is_some())
+            .field("interrupt", &self.interrupt.is_some())
+            .field("rbm", &self.rbm)
+            .field("ising", &self.ising)
+            .field("potts", &self.potts)
+            .field("site_updates", &self.site_updates)
+            .finish()
+    }
+}
+
+/// A target's full conditionals computed directly (see [`Capabilities::conditionals`]). They
+/// must equal the differences of [`crate::Target::evaluate`] up to rounding, so a sampler is the
+/// same Markov kernel with or without them. Samplers reach them through
+/// [`crate::TargetExt::coordinate_deltas`] and friends, or [`crate::target::Deltas`] in hot loops.
+pub trait Conditionals: Sync {
+    /// For coordinate `i` and every index v < K: f(x with x_i = v) − f(x), into `out`
+    /// (length K; entry x_i is 0).
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError>;
+
+    /// Binary spaces: f(x^{(i)}) − f(x) for flipping each coordinate i, into `out` (length d).
+    /// The default calls [`Conditionals::coordinate_deltas`] d times.
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) -> Result<(), EvalError> {
+        let mut two = [0.0; 2];
+        for (i, o) in out.iter_mut().enumerate() {
+            self.coordinate_deltas(x, i, &mut two)?;
+            *o = two[1 - x[i] as usize];
+        }
+        Ok(())
+    }
+
+    /// Binary spaces: `Some(f(x^{(i)}) − f(x))` for flipping coordinate i, when the model
+    /// computes one flip in O(degree) (lattice Ising). `None` (the default) tells callers such
+    /// as exhaustive enumeration that whole-state evaluation is cheaper for this model. Only
+    /// CPU models offer it, so it cannot fail.
+    fn cheap_flip_delta(&self, _x: &[u32], _i: usize) -> Option<f64> {
+        None
+    }
+}
+
+/// A stop request polled by the runner after every step (see [`Capabilities::interrupt`]).
+pub trait Interrupt: Sync {
+    /// `Some(error)` once the run should stop; the run then ends with that error.
+    fn interrupted(&self) -> Option<EvalError>;
+}
+
 /// A target whose single-site changes are cheap to score from per-chain state (see
 /// [`Capabilities::site_updates`]). The state must give the same f(x with x_i = v) − f(x) as
-/// [`crate::Target::coordinate_deltas`] up to rounding, so a fast path built on it is the same
+/// [`crate::TargetExt::coordinate_deltas`] up to rounding, so a fast path built on it is the same
 /// Markov kernel as the generic one (each implementation tests this).
 pub trait SiteUpdates: std::fmt::Debug + Sync {
     /// The state of the chains `xs` (n × d, states in index form).

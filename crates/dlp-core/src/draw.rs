@@ -10,7 +10,7 @@
 //! sampler's trajectories unchanged bit for bit.
 
 use crate::rng::ChainRng;
-use crate::target::Target;
+use crate::target::{Deltas, EvalError};
 use rand::RngExt;
 
 /// The inverse-CDF scan: the first k with u − w_0 − … − w_k < 0 (subtracting in order), or
@@ -51,22 +51,22 @@ pub fn sample_logits(logits: &[f64], scratch: &mut Vec<f64>, rng: &mut ChainRng)
 
 /// One single-site Gibbs update: x_i is redrawn from its full conditional
 /// π(x_i = v | x_{−i}) ∝ exp(f(x with x_i = v) − f(x)), the K differences coming from
-/// [`Target::coordinate_deltas`] into `w` (length K) and the draw from [`sample_logits`] (one
+/// [`Deltas::coordinate_deltas`] into `w` (length K) and the draw from [`sample_logits`] (one
 /// uniform). Returns f(x_new) − f(x). Systematic and random scans (`gibbs`, `gibbs-sweep`,
 /// `dlp_gof::gibbs_draws`) differ only in how they pick i.
 #[inline]
 pub fn gibbs_site_update(
-    target: &dyn Target,
+    deltas: &Deltas<'_>,
     x: &mut [u32],
     i: usize,
     w: &mut [f64],
     scratch: &mut Vec<f64>,
     rng: &mut ChainRng,
-) -> f64 {
-    target.coordinate_deltas(x, i, w);
+) -> Result<f64, EvalError> {
+    deltas.coordinate_deltas(x, i, w)?;
     let v = sample_logits(w, scratch, rng);
     x[i] = v as u32;
-    w[v]
+    Ok(w[v])
 }
 
 /// One N(0, 1) draw by Box–Muller (the cosine branch) from two uniforms U₁, U₂ of `rng`, in

@@ -4,7 +4,9 @@
 //!   (binary, spin, categorical or ordinal). States are stored as index vectors
 //!   `c ∈ {0..K−1}^d` (`u32` per coordinate); for binary and spin models the index *is*
 //!   the binary coordinate `x = (s + 1)/2`.
-//! * [`Target`]: an unnormalised log-density `f` and its gradient, for a batch of states.
+//! * [`Target`]: an unnormalised log-density `f` and its gradient, for a batch of states: a
+//!   space and one fallible evaluation; [`TargetExt`] adds the conveniences (f of one state,
+//!   coordinate differences), [`RowTarget`] the batch loop of row-at-a-time CPU models.
 //! * [`Sampler`] / [`Chains`]: a kernel is `start` (init, caching `f` and `∇f`) plus
 //!   `step` (one transition of every chain, returning a [`StepInfo`] per chain).
 //! * [`capability`]: what a target offers beyond f and ∇f (RBM and Ising parameter views),
@@ -50,4 +52,4 @@ pub use rng::{ChainRng, chain_rng, chain_rngs, minibatch_rng, setup_rng};
 pub use run::{Observer, RunOptions, RunOutput, RunPlan, States, StepContext, run_chains};
 pub use sampler::{Chains, Coupling, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
 pub use space::{DomainKind, Space};
-pub use target::{Batch, BatchScaling, EvalError, Target};
+pub use target::{Batch, BatchScaling, Deltas, EvalError, RowTarget, Target, TargetExt};

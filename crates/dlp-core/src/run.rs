@@ -152,7 +152,7 @@ impl RunPlan {
     /// The plan of a discrete sampler on `target` (checks that a minibatch sampler meets a
     /// data model and that B ≤ N).
     pub fn of(sampler: &dyn Sampler, target: &dyn Target) -> Result<Self, SamplerError> {
-        Self::new(sampler.name(), sampler.coupling(), sampler.minibatch(), target.n_data())
+        Self::new(sampler.name(), sampler.coupling(), sampler.minibatch(), target.capabilities().n_data)
     }
 
     /// The plan from its parts; `n_data` is the target's N, if it has data terms.
@@ -213,18 +213,16 @@ where
 {
     target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
     let plan = RunPlan::of(sampler, target)?;
-    let start = |x: &[u32]| {
-        let chains = sampler.start(target, x)?;
-        // A device target that failed while the caches were filled reports it here.
-        target.take_error().map_or(Ok(chains), |e| Err(SamplerError::Eval(e)))
-    };
-    run_tasks(&plan, target.space().d, x0, steps, options, &start, &|| target.take_error(), make_observer)
+    let start = |x: &[u32]| sampler.start(target, x);
+    let interrupt = target.capabilities().interrupt;
+    let check = || interrupt.and_then(|i| i.interrupted());
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, make_observer)
 }
 
 /// The runner shared by every state type: splits the chains into tasks (one task for
 /// [`Coupling::Joint`]), runs them on rayon, draws each step's minibatch, and stops at the
-/// first evaluation error. `start` starts the chains of one task; `check` returns an error
-/// parked by a target's infallible methods (see [`Target::take_error`]).
+/// first evaluation error. `start` starts the chains of one task; `check`, polled after every
+/// step, returns an interrupt ([`crate::capability::Interrupt`]) as the error that ends the run.
 // The start callback's type is spelled out (not aliased) so that its lifetimes stay those the
 // two front ends infer.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]

@@ -440,6 +440,7 @@ mod gpu {
 mod tests {
     use super::*;
     use crate::device_rbm::{mh_log_ratio_row, propose_row};
+    use dlp_core::TargetExt;
     use dlp_core::{DomainKind, Target};
     use dlp_models::{BnnModel, Rbm};
     use dlp_samplers::dlp::DlpProposal;
@@ -461,7 +462,7 @@ mod tests {
         let d = target.space().d;
         let n = x0.len() / d;
         let (mut f, mut g) = (vec![0.0; n], vec![0.0; n * d]);
-        target.log_density_grad_batch(x0, &mut f, &mut g);
+        target.log_density_grad_batch(x0, &mut f, &mut g).unwrap();
         let proposal = DlpProposal::new(alpha, None).unwrap();
         let space = target.space().clone();
         let (mut logits, mut lognorm) = (vec![0.0; d], vec![0.0; d]);
@@ -486,7 +487,7 @@ mod tests {
             let (fy, gy) = (fy.to_vec1::<f32>().unwrap()[0], gy.flatten_all().unwrap().to_vec1::<f32>().unwrap());
             let (fy, ratio) = mh_log_ratio_row(xf, &yf, &gy, fy, st.f[j], logq, &st.zeros, hia);
             let (mut fy_ref, mut gy_ref) = ([0.0], vec![0.0; d]);
-            target.log_density_grad_batch(&y, &mut fy_ref, &mut gy_ref);
+            target.log_density_grad_batch(&y, &mut fy_ref, &mut gy_ref).unwrap();
             let (mut logits_y, mut lognorm_y) = (vec![0.0; d], vec![0.0; d]);
             let log_z_y = proposal.logits(&space, &y, &gy_ref, &mut logits_y, &mut lognorm_y);
             let ratio_ref = fy_ref[0] - f[j] + proposal.log_prob(&space, &y, x, &logits_y, log_z_y) - logq_ref;

@@ -1058,6 +1058,7 @@ pub(crate) mod gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlp_core::TargetExt;
     use dlp_core::{DomainKind, Target};
     use dlp_samplers::dlp::DlpProposal;
     use rand::{RngExt, SeedableRng};
@@ -1101,7 +1102,7 @@ mod tests {
         // The spin fold drops the constant −Σ b_i (module doc).
         let shift: f64 = if rbm.is_spin() { -rbm.b().iter().sum::<f64>() } else { 0.0 };
         let (mut f, mut g) = (vec![0.0; n], vec![0.0; n * d]);
-        rbm.log_density_grad_batch(x0, &mut f, &mut g);
+        rbm.log_density_grad_batch(x0, &mut f, &mut g).unwrap();
         let proposal = DlpProposal::new(alpha, None).unwrap();
         let space = rbm.space().clone();
         let (mut logits, mut lognorm) = (vec![0.0; d], vec![0.0; d]);
@@ -1133,7 +1134,7 @@ mod tests {
             let (gy, sp) = cpu_gradient(&yf, 1, d, m, &k.w, &k.wt, &k.c).unwrap();
             let (fy, ratio) = mh_log_ratio_row(xf, &yf, &gy, sp[0], st.f[j], logq, &k.b, k.half_inv_alpha);
             let (mut fy_ref, mut gy_ref) = ([0.0], vec![0.0; d]);
-            rbm.log_density_grad_batch(&y, &mut fy_ref, &mut gy_ref);
+            rbm.log_density_grad_batch(&y, &mut fy_ref, &mut gy_ref).unwrap();
             let (mut logits_y, mut lognorm_y) = (vec![0.0; d], vec![0.0; d]);
             let log_z_y = proposal.logits(&space, &y, &gy_ref, &mut logits_y, &mut lognorm_y);
             let ratio_ref = fy_ref[0] - f[j] + proposal.log_prob(&space, &y, x, &logits_y, log_z_y) - logq_ref;

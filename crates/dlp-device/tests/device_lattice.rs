@@ -5,6 +5,7 @@
 //! CUDA source compiled for the host by g++ against the twin. The GPU kernels against the twin
 //! bit for bit: `tests/cuda.rs`.
 
+use dlp_core::TargetExt;
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
 use dlp_device::device_chains::DeviceChains;
@@ -52,7 +53,7 @@ fn flip_probabilities_equal_the_fast_kernel_and_generic_dlp_on_every_state() {
             for x in all_states(&m).chunks(d) {
                 let p = lat.flip_probabilities(x);
                 assert_eq!(p, fast.flip_probabilities(x), "{rows}x{cols} {spin} {alpha} {w} {b} x={x:?}");
-                m.log_density_grad(x, &mut g);
+                m.log_density_grad(x, &mut g).unwrap();
                 proposal.logits(m.space(), x, &g, &mut l, &mut z);
                 for i in 0..d {
                     let want = sigmoid(l[i]);
@@ -68,10 +69,10 @@ fn generic_ratio(m: &IsingModel, proposal: &DlpProposal, x: &[u32], y: &[u32]) -
     let d = x.len();
     let space = m.space();
     let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    let fx = m.log_density_grad(x, &mut g);
+    let fx = m.log_density_grad(x, &mut g).unwrap();
     let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
     let fwd = proposal.log_prob(space, x, y, &l, lzx);
-    let fy = m.log_density_grad(y, &mut g);
+    let fy = m.log_density_grad(y, &mut g).unwrap();
     let lzy = proposal.logits(space, y, &g, &mut l, &mut z);
     let rev = proposal.log_prob(space, y, x, &l, lzy);
     log_accept_ratio(fx, fy, fwd, rev)

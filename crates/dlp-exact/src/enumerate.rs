@@ -9,12 +9,13 @@
 //! pool size.
 //!
 //! Fast path: on binary/spin spaces whose target computes one flip cheaply
-//! ([`Target::cheap_flip_delta`], the lattice Ising), each block is walked in Gray-code order
+//! ([`TargetExt::cheap_flip_delta`], the lattice Ising), each block is walked in Gray-code order
 //! and f is updated by single-flip differences, re-evaluated exactly at every block start
 //! ([`gray_code_applies`]). Results then differ from [`enumerate_plain`] by rounding only
 //! (~1e-13), and are still bit-identical for any thread count.
 
 use crate::ExactError;
+use dlp_core::TargetExt;
 use dlp_core::{Space, Target};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -219,7 +220,7 @@ fn enumerate_impl(
 }
 
 /// Whether [`enumerate`] walks blocks in Gray-code order: binary/spin spaces whose target
-/// computes one flip in O(degree) ([`Target::cheap_flip_delta`]). Then consecutive states
+/// computes one flip in O(degree) ([`TargetExt::cheap_flip_delta`]). Then consecutive states
 /// differ in one coordinate and f is updated by one flip difference instead of evaluated
 /// afresh (the 5×5 Ising's f costs ~50 pair terms, a flip 4).
 pub fn gray_code_applies(target: &dyn Target) -> bool {
@@ -287,7 +288,7 @@ impl BlockCtx<'_> {
         let mut xs = Vec::new();
         fill_states(self.space, first, count, &mut xs);
         let mut f = vec![0.0; count];
-        self.target.log_density_batch(&xs, &mut f);
+        self.target.log_density_batch(&xs, &mut f)?;
         if let Some(p) = f.iter().position(|v| v.is_nan() || *v == f64::INFINITY) {
             return Err(ExactError::BadLogDensity { state: first + p as u64, value: f[p] });
         }
@@ -317,7 +318,8 @@ impl BlockCtx<'_> {
         self.space.state_of_index(first, &mut x0);
         let mut x = x0.clone();
         let mut f = vec![0.0; count];
-        let mut fx = self.target.log_density(&x);
+        // An error makes the caller take the plain block, which reports it.
+        let mut fx = self.target.log_density(&x).ok()?;
         f[0] = fx;
         for t in 1..count {
             let i = d - 1 - t.trailing_zeros() as usize;
@@ -373,10 +375,10 @@ pub fn log_densities(target: &dyn Target) -> Result<Vec<f64>, ExactError> {
             let mut xs = Vec::new();
             fill_states(space, first, count, &mut xs);
             let mut f = vec![0.0; count];
-            target.log_density_batch(&xs, &mut f);
-            f
+            target.log_density_batch(&xs, &mut f)?;
+            Ok(f)
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     Ok(parts.concat())
 }
 
@@ -522,7 +524,7 @@ mod tests {
         let mut x = vec![0u32; 16];
         for s in [0u64, 1, 4095, 4096, 40_000, 65_535] {
             t.space().state_of_index(s, &mut x);
-            assert!((p[s as usize] - (t.log_density(&x) - fast.log_z).exp()).abs() < 1e-12);
+            assert!((p[s as usize] - (t.log_density(&x).unwrap() - fast.log_z).exp()).abs() < 1e-12);
         }
         // Thread-count independence of the fast path, bit for bit.
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();

@@ -7,7 +7,10 @@
 
 use crate::ExactError;
 use crate::enumerate::{all_states, checked_n_states, log_densities};
-use dlp_core::{DomainKind, Sampler, Space, Target};
+use dlp_core::TargetExt;
+use dlp_core::capability::Conditionals;
+use dlp_core::target::evaluated_coordinate_deltas;
+use dlp_core::{Batch, Capabilities, DomainKind, EvalError, Sampler, Space, Target};
 use nalgebra::{Complex, DMatrix, DVector, SymmetricEigen};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -371,10 +374,10 @@ pub fn dlp_log_normalisers(target: &dyn Target, alpha: f64, precond: Option<&[f6
         .par_chunks(d)
         .map(|x| {
             let mut g = vec![0.0; space.grad_len()];
-            target.log_density_grad(x, &mut g);
-            log_z_alpha(space, x, &g, &a)
+            target.log_density_grad(x, &mut g)?;
+            Ok(log_z_alpha(space, x, &g, &a))
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     Ok(out)
 }
 
@@ -428,19 +431,38 @@ impl Target for DulaLaw<'_> {
         self.target.space()
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        out: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        if !batch.is_full() {
+            return Err(EvalError::NoData);
+        }
         let space = self.target.space();
         let gl = space.grad_len();
         let mut g = vec![0.0; out.len() * gl];
-        self.target.log_density_grad_batch(xs, out, &mut g);
+        self.target.log_density_grad_batch(xs, out, &mut g)?;
         for ((x, o), gx) in xs.chunks(space.d).zip(out.iter_mut()).zip(g.chunks(gl)) {
             *o += log_z_alpha(space, x, gx, &self.step_sizes);
         }
+        if let Some(grad) = grad {
+            grad.fill(f64::NAN);
+        }
+        Ok(())
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.log_density_batch(xs, log_density);
-        grad.fill(f64::NAN);
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { conditionals: Some(self), ..Capabilities::default() }
+    }
+}
+
+/// Coordinate differences by evaluation; only the cheap flips are DULA's own.
+impl Conditionals for DulaLaw<'_> {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
+        evaluated_coordinate_deltas(self, x, i, out)
     }
 
     /// Binary spaces over a target with cheap flips (the lattice Ising): Δf plus the change
@@ -462,8 +484,9 @@ impl Target for DulaLaw<'_> {
             y[i] ^= 1;
             gx.resize(d, 0.0);
             gy.resize(d, 0.0);
-            self.target.log_density_grad(x, gx);
-            self.target.log_density_grad(y, gy);
+            // A failure falls back to the caller's plain evaluation, which reports it.
+            self.target.log_density_grad(x, gx).ok()?;
+            self.target.log_density_grad(y, gy).ok()?;
             let mut dz = 0.0;
             for j in 0..d {
                 if j == i || gx[j] != gy[j] {
@@ -562,7 +585,7 @@ pub fn thm51_bounds(target: &dyn Target, w: &[f64], alpha: f64) -> Result<Thm51B
         let mut g = vec![0.0; d];
         let mut big_g: f64 = 0.0;
         for x in states.chunks(d) {
-            target.log_density_grad(x, &mut g);
+            target.log_density_grad(x, &mut g)?;
             big_g = g.iter().fold(big_g, |m, v| m.max(v.abs()));
         }
         Some((1.0 + (0.5 * (big_g - 1.0 / alpha)).exp()).powi(d as i32) - 1.0)

@@ -12,6 +12,7 @@
 use crate::ExactError;
 use crate::enumerate::all_states;
 use crate::matrix::MAX_MATRIX_STATES;
+use dlp_core::TargetExt;
 use dlp_core::{Batch, DomainKind, Space, Target};
 use nalgebra::DMatrix;
 
@@ -27,7 +28,7 @@ impl Table {
         let space = target.space().clone();
         let flat = all_states(&space, MAX_MATRIX_STATES)?;
         let states: Vec<Vec<u32>> = flat.chunks(space.d).map(|x| x.to_vec()).collect();
-        let f = states.iter().map(|x| target.log_density(x)).collect();
+        let f = states.iter().map(|x| target.log_density(x)).collect::<Result<_, _>>()?;
         Ok(Table { space, states, f })
     }
 
@@ -166,15 +167,15 @@ fn dlp_general(
         .iter()
         .map(|x| {
             let mut g = vec![0.0; t.space.grad_len()];
-            target.log_density_grad(x, &mut g);
+            target.log_density_grad(x, &mut g)?;
             if f32_gradient {
                 for gi in &mut g {
                     *gi = *gi as f32 as f64;
                 }
             }
-            balanced_coordinate_laws(&t.space, x, &g, alpha, beta, precond)
+            Ok(balanced_coordinate_laws(&t.space, x, &g, alpha, beta, precond))
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     let mut p = DMatrix::zeros(n, n);
     for a in 0..n {
         let mut off = 0.0;
@@ -349,10 +350,10 @@ pub fn gwg(target: &dyn Target, k: usize) -> Result<DMatrix<f64>, ExactError> {
         .iter()
         .map(|x| {
             let mut g = vec![0.0; t.space.grad_len()];
-            target.log_density_grad(x, &mut g);
-            gwg_move_probs(&t.space, x, &g)
+            target.log_density_grad(x, &mut g)?;
+            Ok(gwg_move_probs(&t.space, x, &g))
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     let n_moves = d * kk;
     let mut p = DMatrix::zeros(n, n);
     for a in 0..n {
@@ -415,14 +416,14 @@ pub fn pas(target: &dyn Target, r: usize) -> Result<DMatrix<f64>, ExactError> {
         .iter()
         .map(|x| {
             let mut g = vec![0.0; d];
-            target.log_density_grad(x, &mut g);
+            target.log_density_grad(x, &mut g)?;
             let logit: Vec<f64> = (0..d).map(|i| 0.5 * g[i] * (1.0 - 2.0 * x[i] as f64)).collect();
             let top = logit.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = logit.iter().map(|l| (l - top).exp()).collect();
             let s: f64 = e.iter().sum();
-            e.iter().map(|v| v / s).collect()
+            Ok(e.iter().map(|v| v / s).collect())
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     // Ordered probability of drawing `path` without replacement from `q`.
     let ordered = |q: &[f64], path: &[usize]| -> f64 {
         let mut prob = 1.0;
@@ -551,17 +552,17 @@ pub fn dlmc(target: &dyn Target, h: f64, mh: bool) -> Result<DMatrix<f64>, Exact
         .iter()
         .map(|x| {
             let mut g = vec![0.0; t.space.grad_len()];
-            target.log_density_grad(x, &mut g);
-            if t.space.is_binary_like() {
+            target.log_density_grad(x, &mut g)?;
+            Ok(if t.space.is_binary_like() {
                 let flips = dlmc_flip_probs(x, &g, h);
                 (0..x.len())
                     .map(|i| if x[i] == 0 { vec![1.0 - flips[i], flips[i]] } else { vec![flips[i], 1.0 - flips[i]] })
                     .collect()
             } else {
                 dlmc_categorical_laws(x, &g, t.space.k(), h)
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, ExactError>>()?;
     let q = |a: usize, b: usize| -> f64 { product_prob(&laws[a], &t.states[b]) };
     let mut p = DMatrix::zeros(n, n);
     for a in 0..n {
@@ -827,22 +828,17 @@ mod tests {
         // §4.6 counterexample: U = a cos(πθ) on {−3..3}, written as the quadratic-free table
         // through Quadratic with W = 0 is impossible, so use a tiny ad-hoc target.
         struct Cos(f64, Space);
-        impl Target for Cos {
-            fn space(&self) -> &Space {
+        impl dlp_core::RowTarget for Cos {
+            fn row_space(&self) -> &Space {
                 &self.1
             }
-            fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-                for (x, o) in xs.iter().zip(out) {
-                    *o = self.0 * (std::f64::consts::PI * self.1.values[*x as usize] as f64).cos();
-                }
+            fn row_log_density(&self, x: &[u32]) -> f64 {
+                self.0 * (std::f64::consts::PI * self.1.values[x[0] as usize] as f64).cos()
             }
-            fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
-                self.log_density_batch(xs, f);
-                for (x, gi) in xs.iter().zip(g) {
-                    *gi = -self.0
-                        * std::f64::consts::PI
-                        * (std::f64::consts::PI * self.1.values[*x as usize] as f64).sin();
-                }
+            fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+                g[0] =
+                    -self.0 * std::f64::consts::PI * (std::f64::consts::PI * self.1.values[x[0] as usize] as f64).sin();
+                self.row_log_density(x)
             }
         }
         let expect = [0.11151539, 0.15009233, 0.15869978, 0.15938500, 0.15869978, 0.15009233, 0.11151539];

@@ -6,7 +6,7 @@ mod common;
 
 use common::ModelSpec;
 use dlp_core::testing::Quadratic;
-use dlp_core::{Sampler, Space, Target};
+use dlp_core::{RowTarget, Sampler, Space, Target};
 use dlp_exact::matrix::{dula_closed_form, kernel_matrix, l1_distance, stationary, thm51_bounds};
 use dlp_exact::probabilities;
 use dlp_samplers::{SamplerParams, build_sampler};
@@ -76,22 +76,18 @@ fn ising_3x3_bias_matches_spec_4_7() {
 /// U_a(θ) = −θ²/4 + a sin θ on {−3..3} (spec §4.6).
 struct SinTarget(f64, Space);
 
-impl Target for SinTarget {
-    fn space(&self) -> &Space {
+impl RowTarget for SinTarget {
+    fn row_space(&self) -> &Space {
         &self.1
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (x, o) in xs.iter().zip(out) {
-            let th = self.1.values[*x as usize] as f64;
-            *o = -th * th / 4.0 + self.0 * th.sin();
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        let th = self.1.values[x[0] as usize] as f64;
+        -th * th / 4.0 + self.0 * th.sin()
     }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
-        self.log_density_batch(xs, f);
-        for (x, gi) in xs.iter().zip(g) {
-            let th = self.1.values[*x as usize] as f64;
-            *gi = -th / 2.0 + self.0 * th.cos();
-        }
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+        let th = self.1.values[x[0] as usize] as f64;
+        g[0] = -th / 2.0 + self.0 * th.cos();
+        self.row_log_density(x)
     }
 }
 

@@ -7,6 +7,7 @@
 mod common;
 
 use common::{chi2_critical, g_test};
+use dlp_core::TargetExt;
 use dlp_core::{Batch, EvalError, Sampler, Space, StepInfo, Target, chain_rngs};
 use dlp_exact::matrix::{kernel_matrix, max_abs_diff};
 use dlp_exact::reference;
@@ -37,11 +38,9 @@ impl Data {
     }
 }
 
-impl Target for Data {
-    fn space(&self) -> &Space {
-        &self.space
-    }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+impl Data {
+    /// f on the full data, summed directly.
+    fn full(&self, xs: &[u32], out: &mut [f64]) {
         for (x, o) in xs.chunks(3).zip(out) {
             let v: Vec<f64> = x.iter().map(|&c| c as f64).collect();
             *o = (0..3).map(|i| self.b[i] * v[i]).sum::<f64>()
@@ -50,8 +49,9 @@ impl Target for Data {
                     .sum::<f64>();
         }
     }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
-        self.log_density_batch(xs, f);
+    /// f and ∇f on the full data.
+    fn full_grad(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
+        self.full(xs, f);
         for (x, g) in xs.chunks(3).zip(grad.chunks_mut(3)) {
             g.copy_from_slice(&self.b);
             for n in 0..4 {
@@ -59,14 +59,26 @@ impl Target for Data {
             }
         }
     }
-    fn n_data(&self) -> Option<usize> {
-        Some(4)
+}
+
+impl Target for Data {
+    fn space(&self) -> &Space {
+        &self.space
     }
-    /// Minibatch estimates under the paper's scaling: f̂ = bᵀx + (N/B) Σ_{n∈β} ℓ_n(x).
+    fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+        dlp_core::Capabilities { n_data: Some(4), ..Default::default() }
+    }
+    /// Minibatch estimates under the paper's scaling: f̂ = bᵀx + (N/B) Σ_{n∈β} ℓ_n(x); the full
+    /// data summed directly.
     fn evaluate(&self, xs: &[u32], batch: Batch<'_>, f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), EvalError> {
-        let all = [0, 1, 2, 3];
         let items = match batch {
-            Batch::Full => &all[..],
+            Batch::Full => {
+                match grad {
+                    Some(g) => self.full_grad(xs, f, g),
+                    None => self.full(xs, f),
+                }
+                return Ok(());
+            }
             Batch::Items(b) => b,
         };
         let scale = 4.0 / items.len() as f64;
@@ -107,7 +119,7 @@ fn minibatch_gradient_is_unbiased_over_all_minibatches() {
             let mut x = [0u32; 3];
             t.space.state_of_index(s, &mut x);
             let mut full = [0.0; 3];
-            t.log_density_grad(&x, &mut full);
+            t.log_density_grad(&x, &mut full).unwrap();
             let mut mean = [0.0; 3];
             let mut count = 0.0;
             for mask in 0u32..16 {

@@ -12,6 +12,7 @@ use crate::bootstrap::{NullOutcome, NullTest};
 use crate::matrix::KernelMatrix;
 use crate::{GofError, Purpose, check_rows, stream};
 use dlp_core::Target;
+use dlp_core::TargetExt;
 /// The lift, its surrogates and relaxations live in `dlp_core::lift`, shared with GF-SVGD.
 pub use dlp_core::lift::{Relaxation, Surrogate, lift, normal_quantile, surrogate_scores};
 
@@ -166,7 +167,7 @@ pub fn gfksd_test(target: &dyn Target, xs: &[u32], opts: &GfksdOptions) -> Resul
     };
     let (scores, big_l) = surrogate_scores(&opts.surrogate, &lifted, d);
     let mut ell = vec![0.0; n];
-    target.log_density_batch(xs, &mut ell);
+    target.log_density_batch(xs, &mut ell)?;
     let log_w: Vec<f64> = big_l.iter().zip(&ell).map(|(l, e)| l - e).collect();
     let max = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() || log_w.iter().any(|v| !v.is_finite()) {

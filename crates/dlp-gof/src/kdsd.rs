@@ -10,6 +10,7 @@
 use crate::bootstrap::{NullOutcome, NullTest};
 use crate::matrix::KernelMatrix;
 use crate::{GofError, check_rows};
+use dlp_core::TargetExt;
 use dlp_core::{Space, Target};
 use rayon::prelude::*;
 
@@ -73,18 +74,19 @@ pub fn difference_scores(target: &dyn Target, xs: &[u32]) -> Result<Vec<f64>, Go
     let n = check_rows(space, xs, 0)?;
     let (d, k) = (space.d, space.k());
     let mut s = vec![0.0; n * d];
-    s.par_chunks_mut(d).zip(xs.par_chunks(d)).for_each(|(srow, x)| {
+    s.par_chunks_mut(d).zip(xs.par_chunks(d)).try_for_each(|(srow, x)| {
         if k == 2 {
             // For K = 2 fwd_i is the flip of coordinate i.
-            target.flip_deltas(x, srow);
+            target.flip_deltas(x, srow)?;
         } else {
             let mut out = vec![0.0; k];
             for (i, si) in srow.iter_mut().enumerate() {
-                target.coordinate_deltas(x, i, &mut out);
+                target.coordinate_deltas(x, i, &mut out)?;
                 *si = out[(x[i] as usize + 1) % k];
             }
         }
-    });
+        Ok::<(), dlp_core::EvalError>(())
+    })?;
     // Checked on the log-ratios themselves so the message can quote the offending value.
     if let Some(p) = s.iter().position(|r| !r.exp().is_finite()) {
         let a = p / d;

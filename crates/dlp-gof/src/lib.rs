@@ -73,6 +73,9 @@ pub enum GofError {
     /// A state buffer that is not n whole rows of valid indices, or shapes that disagree.
     #[error("invalid input: {0}")]
     Shape(String),
+    /// The model failed to evaluate (a device or Python callback target).
+    #[error("{0}")]
+    Eval(#[from] dlp_core::EvalError),
 }
 
 /// Purposes of the random streams (spec §4 "Reproducibility"): each gets its own family.

@@ -8,9 +8,10 @@
 //! the sampler zoo; each site update is the samplers' own, [`gibbs_site_update`] of dlp-core.
 
 use crate::{GofError, Purpose, stream};
-use dlp_core::Target;
+use dlp_core::TargetExt;
 use dlp_core::draw::gibbs_site_update;
 use dlp_core::math::logsumexp;
+use dlp_core::{Deltas, EvalError, Target};
 use rand::RngExt;
 use rayon::prelude::*;
 
@@ -18,29 +19,31 @@ use rayon::prelude::*;
 pub const MAX_EXACT_STATES: u64 = 1 << 20;
 
 /// The normalised probabilities of every state of `target` (first coordinate most
-/// significant), if it has at most `max_states` states.
-pub fn enumerate_probabilities(target: &dyn Target, max_states: u64) -> Option<Vec<f64>> {
+/// significant), if it has at most `max_states` states (`Ok(None)` otherwise).
+pub fn enumerate_probabilities(target: &dyn Target, max_states: u64) -> Result<Option<Vec<f64>>, EvalError> {
     let space = target.space();
-    let total = space.n_states().filter(|&s| s <= max_states)? as usize;
+    let Some(total) = space.n_states().filter(|&s| s <= max_states) else {
+        return Ok(None);
+    };
     let d = space.d;
     const CHUNK: usize = 4096;
-    let mut logp = vec![0.0; total];
-    logp.par_chunks_mut(CHUNK).enumerate().for_each(|(ci, out)| {
+    let mut logp = vec![0.0; total as usize];
+    logp.par_chunks_mut(CHUNK).enumerate().try_for_each(|(ci, out)| {
         let mut xs = vec![0u32; out.len() * d];
         for (j, row) in xs.chunks_mut(d).enumerate() {
             space.state_of_index((ci * CHUNK + j) as u64, row);
         }
-        target.log_density_batch(&xs, out);
-    });
+        target.log_density_batch(&xs, out)
+    })?;
     let lse = logsumexp(&logp);
-    Some(logp.iter().map(|l| (l - lse).exp()).collect())
+    Ok(Some(logp.iter().map(|l| (l - lse).exp()).collect()))
 }
 
 /// `m` exact draws (m × d indices) by inverse CDF over the enumerated law; an error when the
 /// space has more than 2²⁰ states.
 pub fn exact_draws(target: &dyn Target, m: usize, seed: u64) -> Result<Vec<u32>, GofError> {
     let space = target.space();
-    let probs = enumerate_probabilities(target, MAX_EXACT_STATES).ok_or_else(|| {
+    let probs = enumerate_probabilities(target, MAX_EXACT_STATES)?.ok_or_else(|| {
         GofError::Parameter(format!("exact draws need at most 2^20 states; the model has {}^{}", space.k(), space.d))
     })?;
     Ok(draws_from_probabilities(space, &probs, m, seed))
@@ -131,13 +134,15 @@ where
     let space = target.space();
     let d = space.d;
     let cdf = match draws {
-        ModelDraws::Exact => Some(cumulative(&enumerate_probabilities(target, MAX_EXACT_STATES).ok_or_else(|| {
-            GofError::Parameter(format!(
-                "exact draws need at most 2^20 states; the model has {}^{}",
-                space.k(),
-                space.d
-            ))
-        })?)),
+        ModelDraws::Exact => {
+            Some(cumulative(&enumerate_probabilities(target, MAX_EXACT_STATES)?.ok_or_else(|| {
+                GofError::Parameter(format!(
+                    "exact draws need at most 2^20 states; the model has {}^{}",
+                    space.k(),
+                    space.d
+                ))
+            })?))
+        }
         ModelDraws::Gibbs { .. } => None,
     };
     (0..reps)
@@ -153,7 +158,7 @@ where
                     }
                     ys
                 }
-                (None, ModelDraws::Gibbs { burnin }) => gibbs_draws(target, n, burnin, seed_b),
+                (None, ModelDraws::Gibbs { burnin }) => gibbs_draws(target, n, burnin, seed_b)?,
                 (None, ModelDraws::Exact) => unreachable!("exact draws have a CDF"),
             };
             statistic(&ys, seed_b)
@@ -163,12 +168,13 @@ where
 
 /// The last states of `m` single-site Gibbs chains (m × d), each started uniformly at random
 /// and run for `burnin` systematic sweeps (coordinates 0..d in order, each resampled from its
-/// full conditional).
-pub fn gibbs_draws(target: &dyn Target, m: usize, burnin: usize, seed: u64) -> Vec<u32> {
+/// full conditional). Errors when the model fails to evaluate.
+pub fn gibbs_draws(target: &dyn Target, m: usize, burnin: usize, seed: u64) -> Result<Vec<u32>, EvalError> {
     let space = target.space();
     let (d, k) = (space.d, space.k());
+    let deltas = Deltas::of(target);
     let mut out = vec![0u32; m * d];
-    out.par_chunks_mut(d).enumerate().for_each(|(j, x)| {
+    out.par_chunks_mut(d).enumerate().try_for_each(|(j, x)| {
         let mut rng = stream(seed, Purpose::Reference, j);
         for c in x.iter_mut() {
             *c = rng.random_range(0..k as u32);
@@ -176,9 +182,10 @@ pub fn gibbs_draws(target: &dyn Target, m: usize, burnin: usize, seed: u64) -> V
         let (mut delta, mut scratch) = (vec![0.0; k], Vec::with_capacity(k));
         for _ in 0..burnin {
             for i in 0..d {
-                gibbs_site_update(target, x, i, &mut delta, &mut scratch, &mut rng);
+                gibbs_site_update(&deltas, x, i, &mut delta, &mut scratch, &mut rng)?;
             }
         }
-    });
-    out
+        Ok(())
+    })?;
+    Ok(out)
 }

@@ -40,7 +40,7 @@ enum Test {
 
 /// Rejections at α = 0.05 among `reps` replications of n = 100 exact samples, B replicates.
 fn rejections(t: &FnTarget, test: Test, reps: usize, b: usize) -> usize {
-    let probs = enumerate_probabilities(t, 1 << 20).unwrap();
+    let probs = enumerate_probabilities(t, 1 << 20).unwrap().unwrap();
     let sp = t.space().clone();
     let d = sp.d;
     let mut count = 0;
@@ -162,7 +162,7 @@ fn kdsd_u(t: &FnTarget, xs: &[u32]) -> Result<f64, GofError> {
 /// Rejections at α = 0.05 of the model null (B = 39 data sets of exact draws per test) among
 /// `r` data sets of n = 100 exact draws from `data`, tested against `model`.
 fn model_null_rejections(model: &FnTarget, data: &FnTarget, r: usize) -> usize {
-    let probs = enumerate_probabilities(data, 1 << 20).unwrap();
+    let probs = enumerate_probabilities(data, 1 << 20).unwrap().unwrap();
     (0..r)
         .filter(|&i| {
             let xs = draws_from_probabilities(data.space(), &probs, 100, 3_000_000 + i as u64);

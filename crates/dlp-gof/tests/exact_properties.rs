@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use dlp_core::TargetExt;
 use dlp_core::{Space, Target};
 use dlp_gof::gfksd::{Relaxation, rbf_stein_kernel, surrogate_scores};
 use dlp_gof::mmd::mmd_statistic;
@@ -18,7 +19,7 @@ fn all_states(space: &Space) -> Vec<u32> {
 
 fn probs(t: &dyn Target, xs: &[u32]) -> Vec<f64> {
     let mut l = vec![0.0; xs.len() / t.space().d];
-    t.log_density_batch(xs, &mut l);
+    t.log_density_batch(xs, &mut l).unwrap();
     let m = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let z: f64 = l.iter().map(|v| (v - m).exp()).sum();
     l.iter().map(|v| (v - m).exp() / z).collect()
@@ -298,7 +299,7 @@ fn results_do_not_depend_on_the_thread_count() {
             )
             .unwrap();
             let e = exact_draws(&t, 50, 9).unwrap();
-            let gb = gibbs_draws(&t, 20, 5, 9);
+            let gb = gibbs_draws(&t, 20, 5, 9).unwrap();
             (k, g, m.replicates, e, gb)
         })
     };
@@ -312,7 +313,7 @@ fn exact_draws_follow_the_enumerated_law() {
     let p = probs(&t, &xs);
     let m = 20000;
     let draws = exact_draws(&t, m, 1).unwrap();
-    let gibbs = gibbs_draws(&t, 4000, 10, 2);
+    let gibbs = gibbs_draws(&t, 4000, 10, 2).unwrap();
     for (label, ds, mm) in [("exact", &draws, m), ("gibbs", &gibbs, 4000)] {
         let mut counts = [0usize; 9];
         for row in ds.chunks(2) {

@@ -15,10 +15,11 @@
 
 use crate::rbm::iteration_seed;
 use crate::{LearnError, bad};
+use dlp_core::capability::Conditionals;
 use dlp_core::draw::standard_normal;
 use dlp_core::optim::Adam;
 use dlp_core::rng::{ChainRng, chain_rng, setup_rng};
-use dlp_core::{RunOptions, Sampler, Space, Target, run_chains};
+use dlp_core::{Batch, Capabilities, EvalError, RunOptions, Sampler, Space, Target, run_chains};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
 use rand::RngExt;
@@ -73,25 +74,37 @@ impl Target for DenseIsing {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        let (s, h) = self.field(xs, out.len());
-        // sᵀJs = ½ sᵀ(J + Jᵀ)s.
-        for (r, o) in out.iter_mut().enumerate() {
-            *o = 0.5 * s.row(r).dot(&h.row(r));
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        if !batch.is_full() {
+            return Err(EvalError::NoData);
         }
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
         let (s, h) = self.field(xs, log_density.len());
+        // sᵀJs = ½ sᵀ(J + Jᵀ)s.
         for (r, o) in log_density.iter_mut().enumerate() {
             *o = 0.5 * s.row(r).dot(&h.row(r));
         }
-        for (g, &v) in grad.iter_mut().zip(h.iter()) {
-            *g = 2.0 * v;
+        if let Some(grad) = grad {
+            for (g, &v) in grad.iter_mut().zip(h.iter()) {
+                *g = 2.0 * v;
+            }
         }
+        Ok(())
     }
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { conditionals: Some(self), ..Capabilities::default() }
+    }
+}
+
+/// One flip is O(d) from the local field.
+impl Conditionals for DenseIsing {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
         // Flipping s_i changes the terms with exactly one index i: Δ = −2 s_i Σ_{j≠i}
         // (J_ij + J_ji) s_j; the diagonal term J_ii s_i² does not change.
         let d = self.space.d;
@@ -99,14 +112,7 @@ impl Target for DenseIsing {
         let h = self.field_at(x, i) - self.jsym[i * d + i] * si;
         out[x[i] as usize] = 0.0;
         out[1 - x[i] as usize] = -2.0 * si * h;
-    }
-
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        let mut two = [0.0; 2];
-        for (i, o) in out.iter_mut().enumerate() {
-            self.coordinate_deltas(x, i, &mut two);
-            *o = two[1 - x[i] as usize];
-        }
+        Ok(())
     }
 }
 

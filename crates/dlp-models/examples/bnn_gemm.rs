@@ -8,7 +8,7 @@
 //!
 //! `cargo run --release -p dlp-models --example bnn_gemm [-- N P H CHAINS REPS]`
 
-use dlp_core::Target;
+use dlp_core::TargetExt;
 use dlp_models::BnnModel;
 use dlp_models::bnn::Precision;
 use ndarray::Array2;
@@ -47,10 +47,10 @@ fn main() {
     let xs: Vec<u32> = (0..chains * d).map(|i| ((i * 2654435761usize) >> 7 & 1) as u32).collect();
     let (mut f, mut g) = (vec![0.0; chains], vec![0.0; chains * d]);
     let (mut f32v, mut g32) = (vec![0.0; chains], vec![0.0; chains * d]);
-    let s_grad = best_of(reps, || model.log_density_grad_batch(&xs, &mut f, &mut g));
-    let s_f = best_of(reps, || model.log_density_batch(&xs, &mut f));
-    let s_grad32 = best_of(reps, || model32.log_density_grad_batch(&xs, &mut f32v, &mut g32));
-    let s_f32 = best_of(reps, || model32.log_density_batch(&xs, &mut f32v));
+    let s_grad = best_of(reps, || model.log_density_grad_batch(&xs, &mut f, &mut g).unwrap());
+    let s_f = best_of(reps, || model.log_density_batch(&xs, &mut f).unwrap());
+    let s_grad32 = best_of(reps, || model32.log_density_grad_batch(&xs, &mut f32v, &mut g32).unwrap());
+    let s_f32 = best_of(reps, || model32.log_density_batch(&xs, &mut f32v).unwrap());
     let f_err = f.iter().zip(&f32v).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     let g_err = g.iter().zip(&g32).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     let g_max = g.iter().map(|v| v.abs()).fold(0.0, f64::max);

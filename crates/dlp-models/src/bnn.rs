@@ -684,20 +684,8 @@ impl Target for BnnModel {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.eval_items(xs, None, out, None);
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.eval_items(xs, None, log_density, Some(grad));
-    }
-
-    fn n_data(&self) -> Option<usize> {
-        Some(self.n())
-    }
-
     fn capabilities(&self) -> dlp_core::Capabilities<'_> {
-        dlp_core::Capabilities { site_updates: Some(self), ..dlp_core::Capabilities::default() }
+        dlp_core::Capabilities { n_data: Some(self.n()), site_updates: Some(self), ..dlp_core::Capabilities::default() }
     }
 
     fn evaluate(
@@ -723,6 +711,7 @@ impl Target for BnnModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlp_core::TargetExt;
     use rand::RngExt;
 
     /// A small network on seeded random data: p = 3, H = 2 (d = 11), N = 7.
@@ -757,7 +746,7 @@ mod tests {
         for _ in 0..5 {
             let theta: Vec<u32> = (0..11).map(|_| rng.random_range(0..2)).collect();
             let (mut f, mut g) = ([0.0], vec![0.0; 11]);
-            m.log_density_grad_batch(&theta, &mut f, &mut g);
+            m.log_density_grad_batch(&theta, &mut f, &mut g).unwrap();
             let w: Vec<f64> = theta.iter().map(|&t| 2.0 * t as f64 - 1.0).collect();
             assert!((f[0] - by_formula(&m, &w, &all)).abs() < 1e-10, "{} vs formula", f[0]);
             // Central differences in θ (w moves by 2h), error O(h²) ≈ 1e-8 relative.
@@ -777,7 +766,7 @@ mod tests {
         let m = small(100.0);
         let theta = [1u32, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1];
         let (mut f, mut g) = ([0.0], vec![0.0; 11]);
-        m.log_density_grad_batch(&theta, &mut f, &mut g);
+        m.log_density_grad_batch(&theta, &mut f, &mut g).unwrap();
         for b in 1..=m.n() {
             // Every b-subset of the 7 items, enumerated by bit masks.
             let (mut fm, mut gm, mut count) = (0.0, vec![0.0; 11], 0.0);
@@ -836,7 +825,7 @@ mod tests {
         let all: Vec<usize> = (0..m.n()).collect();
         let xs: Vec<u32> = (0..3 * 141).map(|_| rng.random_range(0..2)).collect();
         let (mut f, mut g) = (vec![0.0; 3], vec![0.0; 3 * 141]);
-        m.log_density_grad_batch(&xs, &mut f, &mut g);
+        m.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
         for c in 0..3 {
             let w: Vec<f64> = xs[c * 141..(c + 1) * 141].iter().map(|&t| 2.0 * t as f64 - 1.0).collect();
             let want = by_formula(&m, &w, &all);
@@ -853,7 +842,7 @@ mod tests {
             }
             // A chain evaluated alone gives the same bits as in the batch (rows never interact).
             let (mut f1, mut g1) = ([0.0], vec![0.0; 141]);
-            m.log_density_grad_batch(&xs[c * 141..(c + 1) * 141], &mut f1, &mut g1);
+            m.log_density_grad_batch(&xs[c * 141..(c + 1) * 141], &mut f1, &mut g1).unwrap();
             assert_eq!(f1[0].to_bits(), f[c].to_bits());
             assert!(g1.iter().zip(&g[c * 141..]).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
@@ -873,8 +862,8 @@ mod tests {
         let xs: Vec<u32> = (0..8 * 141).map(|_| rng.random_range(0..2)).collect();
         let (mut f, mut g) = (vec![0.0; 8], vec![0.0; 8 * 141]);
         let (mut f32v, mut g32) = (vec![0.0; 8], vec![0.0; 8 * 141]);
-        m.log_density_grad_batch(&xs, &mut f, &mut g);
-        m32.log_density_grad_batch(&xs, &mut f32v, &mut g32);
+        m.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
+        m32.log_density_grad_batch(&xs, &mut f32v, &mut g32).unwrap();
         // f32 rounding (6e−8 relative) through p + H + 1 terms: measured |Δf| = 4.4e−7 here
         // and |Δ∇f| = 1.5e−6; deterministic, and the bound leaves a factor ≥ 60.
         let ef = f.iter().zip(&f32v).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
@@ -913,8 +902,8 @@ mod tests {
         let saturated = q.iter().filter(|&&q| q * (1.0 - q) < 1e-26).count();
         assert!(saturated > n / 2 && saturated < n - 10, "{saturated} of {n} rows saturated");
         let (mut f, mut g, mut f32v, mut g32) = ([0.0], vec![0.0; d], [0.0], vec![0.0; d]);
-        m.log_density_grad_batch(&theta, &mut f, &mut g);
-        m32.log_density_grad_batch(&theta, &mut f32v, &mut g32);
+        m.log_density_grad_batch(&theta, &mut f, &mut g).unwrap();
+        m32.log_density_grad_batch(&theta, &mut f32v, &mut g32).unwrap();
         let eg = g.iter().zip(&g32).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         let gmax = g.iter().map(|v| v.abs()).fold(0.0, f64::max);
         assert!(gmax > 0.01, "the unsaturated rows give a gradient ({gmax})");
@@ -951,7 +940,7 @@ mod tests {
         m.predict(&theta, &m.x, &mut yhat);
         // f = −τ mean (ŷ − y)² with τ = 1.
         let mse = yhat.iter().zip(&m.y).map(|(q, t)| (q - t) * (q - t)).sum::<f64>() / 7.0;
-        assert!((m.log_density(&theta) + mse).abs() < 1e-12);
+        assert!((m.log_density(&theta).unwrap() + mse).abs() < 1e-12);
     }
 
     #[test]

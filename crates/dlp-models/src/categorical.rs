@@ -6,7 +6,7 @@
 use crate::error::{ModelError, check_finite};
 use crate::potts::check_categorical_space;
 use dlp_core::math::logsumexp;
-use dlp_core::{Space, Target};
+use dlp_core::{RowTarget, Space};
 
 /// Independent coordinates with per-coordinate class probabilities.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,26 +80,28 @@ impl CategoricalModel {
     }
 }
 
-impl Target for CategoricalModel {
-    fn space(&self) -> &Space {
+impl RowTarget for CategoricalModel {
+    fn row_space(&self) -> &Space {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (x, o) in xs.chunks_exact(self.d()).zip(out.iter_mut()) {
-            *o = self.f(x);
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        self.f(x)
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        let (d, k) = (self.d(), self.k());
-        for ((x, o), g) in xs.chunks_exact(d).zip(log_density.iter_mut()).zip(grad.chunks_exact_mut(d * k)) {
-            *o = self.f(x);
-            g.copy_from_slice(&self.log_probs);
-        }
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+        g.copy_from_slice(&self.log_probs);
+        self.f(x)
     }
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+    fn row_capabilities(&self) -> dlp_core::Capabilities<'_> {
+        dlp_core::Capabilities { conditionals: Some(self), ..dlp_core::Capabilities::default() }
+    }
+}
+
+/// Independent coordinates: a conditional is one row of the table.
+impl dlp_core::capability::Conditionals for CategoricalModel {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), dlp_core::EvalError> {
         let k = self.k();
         let row = &self.log_probs[i * k..(i + 1) * k];
         let cur = row[x[i] as usize];
@@ -107,5 +109,6 @@ impl Target for CategoricalModel {
             *o = l - cur;
         }
         out[x[i] as usize] = 0.0;
+        Ok(())
     }
 }

@@ -7,8 +7,8 @@
 
 use crate::couplings::Couplings;
 use crate::error::{ModelError, bit_space, check_finite};
-use dlp_core::capability::IsingView;
-use dlp_core::{Capabilities, DomainKind, Space, Target};
+use dlp_core::capability::{Conditionals, IsingView};
+use dlp_core::{Capabilities, DomainKind, EvalError, RowTarget, Space};
 
 /// Ising model with sparse symmetric couplings (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -168,45 +168,44 @@ impl IsingModel {
     }
 }
 
-impl Target for IsingModel {
-    fn space(&self) -> &Space {
+impl RowTarget for IsingModel {
+    fn row_space(&self) -> &Space {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        let d = self.d();
-        for (x, o) in xs.chunks_exact(d).zip(out.iter_mut()) {
-            *o = self.f(x);
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        self.f(x)
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        let d = self.d();
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
         let scale = self.value_scale();
-        for ((x, o), g) in xs.chunks_exact(d).zip(log_density.iter_mut()).zip(grad.chunks_exact_mut(d)) {
-            *o = self.f(x);
-            for (i, gi) in g.iter_mut().enumerate() {
-                *gi = scale * self.local_field(x, i);
-            }
+        for (i, gi) in g.iter_mut().enumerate() {
+            *gi = scale * self.local_field(x, i);
         }
+        self.f(x)
     }
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+    fn row_capabilities(&self) -> Capabilities<'_> {
+        Capabilities { ising: Some(self.view()), conditionals: Some(self), ..Capabilities::default() }
+    }
+}
+
+/// One flip is O(degree): the Ising conditionals are its local fields.
+impl Conditionals for IsingModel {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
         out[x[i] as usize] = 0.0;
         out[1 - x[i] as usize] = self.flip_delta(x, i);
+        Ok(())
     }
 
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) -> Result<(), EvalError> {
         for (i, o) in out.iter_mut().enumerate() {
             *o = self.flip_delta(x, i);
         }
+        Ok(())
     }
 
     fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
         Some(self.flip_delta(x, i))
-    }
-
-    fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities { ising: Some(self.view()), ..Capabilities::default() }
     }
 }

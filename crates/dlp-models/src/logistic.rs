@@ -210,16 +210,8 @@ impl Target for LogisticModel {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.eval_items(xs, None, 1.0, out, None);
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.eval_items(xs, None, 1.0, log_density, Some(grad));
-    }
-
-    fn n_data(&self) -> Option<usize> {
-        Some(self.n())
+    fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+        dlp_core::Capabilities { n_data: Some(self.n()), ..dlp_core::Capabilities::default() }
     }
 
     fn evaluate(
@@ -246,6 +238,7 @@ impl Target for LogisticModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlp_core::TargetExt;
 
     /// Three items, d = 2, spin weights: values checked against a hand expansion of ℓ_n.
     fn tiny(scaling: BatchScaling) -> LogisticModel {
@@ -285,7 +278,7 @@ mod tests {
             let m = tiny(scaling);
             let xs = [0u32, 1, 1, 1, 1, 0];
             let (mut f, mut g) = ([0.0; 3], [0.0; 6]);
-            m.log_density_grad_batch(&xs, &mut f, &mut g);
+            m.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
             for r in 0..3 {
                 let (fh, gh) = by_hand(&m, &xs[2 * r..2 * r + 2], &[0, 1, 2], 1.0);
                 assert!(
@@ -313,7 +306,7 @@ mod tests {
         let m = tiny(BatchScaling::Sum);
         let x = [1u32, 0];
         let (mut f, mut g) = ([0.0], [0.0; 2]);
-        m.log_density_grad_batch(&x, &mut f, &mut g);
+        m.log_density_grad_batch(&x, &mut f, &mut g).unwrap();
         let (mut fm, mut gm) = (0.0, [0.0; 2]);
         let batches = [[0usize, 1], [0, 2], [1, 2]];
         for b in batches {
@@ -341,7 +334,7 @@ mod tests {
             f
         };
         let (mut f, mut g) = ([0.0], [0.0; 2]);
-        m.log_density_grad_batch(&[1, 0], &mut f, &mut g);
+        m.log_density_grad_batch(&[1, 0], &mut f, &mut g).unwrap();
         let h = 1e-6;
         for i in 0..2 {
             let (mut up, mut dn) = ([1.0, 0.0], [1.0, 0.0]);

@@ -181,43 +181,11 @@ pub(crate) fn insert_couplings(o: &mut Map<String, Value>, c: &Couplings) {
     }
 }
 
-// Every `Target` method is forwarded (not just the required ones), so a model's overrides
-// (cheap flips, minibatches, capabilities) are not lost behind the wrapper.
+// Space, evaluation and capabilities are forwarded, so a model's conditionals, data terms and
+// views are not lost behind the wrapper.
 impl Target for Model {
     fn space(&self) -> &Space {
         self.0.space()
-    }
-
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.0.log_density_batch(xs, out)
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.0.log_density_grad_batch(xs, log_density, grad)
-    }
-
-    fn log_density(&self, x: &[u32]) -> f64 {
-        self.0.log_density(x)
-    }
-
-    fn log_density_grad(&self, x: &[u32], grad: &mut [f64]) -> f64 {
-        self.0.log_density_grad(x, grad)
-    }
-
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        self.0.coordinate_deltas(x, i, out)
-    }
-
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        self.0.flip_deltas(x, out)
-    }
-
-    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
-        self.0.cheap_flip_delta(x, i)
-    }
-
-    fn n_data(&self) -> Option<usize> {
-        self.0.n_data()
     }
 
     fn evaluate(
@@ -228,10 +196,6 @@ impl Target for Model {
         grad: Option<&mut [f64]>,
     ) -> Result<(), EvalError> {
         self.0.evaluate(xs, batch, log_density, grad)
-    }
-
-    fn take_error(&self) -> Option<EvalError> {
-        self.0.take_error()
     }
 
     fn capabilities(&self) -> Capabilities<'_> {

@@ -7,7 +7,7 @@
 
 use crate::couplings::Couplings;
 use crate::error::{ModelError, check_finite};
-use dlp_core::{DomainKind, Space, Target};
+use dlp_core::{DomainKind, RowTarget, Space};
 
 /// Potts model with sparse couplings (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -114,37 +114,24 @@ pub(crate) fn check_space_values(space: &Space) -> Result<(), ModelError> {
     Ok(())
 }
 
-impl Target for PottsModel {
-    fn space(&self) -> &Space {
+impl RowTarget for PottsModel {
+    fn row_space(&self) -> &Space {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (x, o) in xs.chunks_exact(self.d()).zip(out.iter_mut()) {
-            *o = self.f(x);
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        self.f(x)
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        let (d, k) = (self.d(), self.k());
-        for ((x, o), g) in xs.chunks_exact(d).zip(log_density.iter_mut()).zip(grad.chunks_exact_mut(d * k)) {
-            *o = self.f(x);
-            for (i, gi) in g.chunks_exact_mut(k).enumerate() {
-                self.local_scores(x, i, gi);
-            }
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+        let k = self.k();
+        for (i, gi) in g.chunks_exact_mut(k).enumerate() {
+            self.local_scores(x, i, gi);
         }
+        self.f(x)
     }
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        self.local_scores(x, i, out);
-        let cur = out[x[i] as usize];
-        for o in out.iter_mut() {
-            *o -= cur;
-        }
-        out[x[i] as usize] = 0.0;
-    }
-
-    fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+    fn row_capabilities(&self) -> dlp_core::Capabilities<'_> {
         let c = &self.couplings;
         let view = dlp_core::capability::PottsView {
             k: self.k(),
@@ -153,6 +140,19 @@ impl Target for PottsModel {
             weights: c.weights(),
             fields: &self.h,
         };
-        dlp_core::Capabilities { potts: Some(view), ..dlp_core::Capabilities::default() }
+        dlp_core::Capabilities { potts: Some(view), conditionals: Some(self), ..dlp_core::Capabilities::default() }
+    }
+}
+
+/// A site's conditional is its local scores: O(degree · K).
+impl dlp_core::capability::Conditionals for PottsModel {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), dlp_core::EvalError> {
+        self.local_scores(x, i, out);
+        let cur = out[x[i] as usize];
+        for o in out.iter_mut() {
+            *o -= cur;
+        }
+        out[x[i] as usize] = 0.0;
+        Ok(())
     }
 }

@@ -8,9 +8,9 @@
 //! use matrix products whose rows do not interact.
 
 use crate::error::{ModelError, bit_space, check_finite};
-use dlp_core::capability::RbmView;
+use dlp_core::capability::{Conditionals, RbmView};
 use dlp_core::math::sigmoid;
-use dlp_core::{Capabilities, DomainKind, Space, Target};
+use dlp_core::{Batch, Capabilities, DomainKind, EvalError, Space, Target};
 use rand::{Rng, RngExt};
 
 /// Bernoulli RBM (see the module doc).
@@ -132,33 +132,47 @@ impl Target for Rbm {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.view().log_densities(xs, out)
+    fn evaluate(
+        &self,
+        xs: &[u32],
+        batch: Batch<'_>,
+        log_density: &mut [f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<(), EvalError> {
+        if !batch.is_full() {
+            return Err(EvalError::NoData);
+        }
+        match grad {
+            None => self.view().log_densities(xs, log_density),
+            Some(g) => self.view().log_densities_and_grads(xs, log_density, g),
+        }
+        Ok(())
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.view().log_densities_and_grads(xs, log_density, grad)
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { rbm: Some(self.view()), conditionals: Some(self), ..Capabilities::default() }
     }
+}
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+/// Flips from the hidden pre-activations: O(d·M) once, then O(M) per flip.
+impl Conditionals for Rbm {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
         // O(d·M) for the pre-activations, then O(M): only the i-th row of W moves them.
         let v = self.view();
         let mut a = vec![0.0; self.m];
         v.hidden_preactivation(x, &mut a);
         out[x[i] as usize] = 0.0;
         out[1 - x[i] as usize] = v.flip_delta(&a, x, i);
+        Ok(())
     }
 
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) -> Result<(), EvalError> {
         let v = self.view();
         let mut a = vec![0.0; self.m];
         v.hidden_preactivation(x, &mut a);
         for (i, o) in out.iter_mut().enumerate() {
             *o = v.flip_delta(&a, x, i);
         }
-    }
-
-    fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities { rbm: Some(self.view()), ..Capabilities::default() }
+        Ok(())
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::error::ModelError;
 use crate::potts::check_space_values;
-use dlp_core::{DomainKind, Space, Target};
+use dlp_core::{DomainKind, RowTarget, Space};
 
 /// Largest table accepted (`gof.md` §10.3): K^d ≤ 2^24.
 pub const MAX_TABLE_SIZE: u64 = 1 << 24;
@@ -65,41 +65,43 @@ impl TableModel {
     }
 }
 
-impl Target for TableModel {
-    fn space(&self) -> &Space {
+impl RowTarget for TableModel {
+    fn row_space(&self) -> &Space {
         &self.space
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (x, o) in xs.chunks_exact(self.space.d).zip(out.iter_mut()) {
-            *o = self.log_prob[self.index(x)];
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        self.log_prob[self.index(x)]
     }
 
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
         let d = self.space.d;
         let k = self.space.k();
-        let width = self.space.grad_width();
         let binary = self.space.is_binary_like();
-        for ((x, o), g) in xs.chunks_exact(d).zip(log_density.iter_mut()).zip(grad.chunks_exact_mut(d * width)) {
-            let idx = self.index(x);
-            *o = self.log_prob[idx];
-            let mut stride = 1usize;
-            for i in (0..d).rev() {
-                let base = idx - x[i] as usize * stride;
-                if binary {
-                    g[i] = self.log_prob[base + stride] - self.log_prob[base];
-                } else {
-                    for (v, gv) in g[i * k..(i + 1) * k].iter_mut().enumerate() {
-                        *gv = self.log_prob[base + v * stride];
-                    }
+        let idx = self.index(x);
+        let mut stride = 1usize;
+        for i in (0..d).rev() {
+            let base = idx - x[i] as usize * stride;
+            if binary {
+                g[i] = self.log_prob[base + stride] - self.log_prob[base];
+            } else {
+                for (v, gv) in g[i * k..(i + 1) * k].iter_mut().enumerate() {
+                    *gv = self.log_prob[base + v * stride];
                 }
-                stride *= k;
             }
+            stride *= k;
         }
+        self.log_prob[idx]
     }
 
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
+    fn row_capabilities(&self) -> dlp_core::Capabilities<'_> {
+        dlp_core::Capabilities { conditionals: Some(self), ..dlp_core::Capabilities::default() }
+    }
+}
+
+/// A conditional is K entries of the table, one stride apart.
+impl dlp_core::capability::Conditionals for TableModel {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), dlp_core::EvalError> {
         let d = self.space.d;
         let k = self.space.k();
         let stride = k.pow((d - 1 - i) as u32);
@@ -110,5 +112,6 @@ impl Target for TableModel {
             *o = self.log_prob[base + v * stride] - cur;
         }
         out[x[i] as usize] = 0.0;
+        Ok(())
     }
 }

@@ -6,6 +6,7 @@
 //! multilinear; its gradient is compared with central differences of the continuous extension
 //! written out independently here.
 
+use dlp_core::TargetExt;
 use dlp_core::{DomainKind, Space, Target};
 use dlp_models::{CategoricalModel, Couplings, IsingModel, PottsModel, Rbm, TableModel};
 use proptest::prelude::*;
@@ -28,23 +29,23 @@ fn check_exact_model(t: &dyn Target) {
     let n = xs.len() / d;
     let mut f = vec![0.0; n];
     let mut g = vec![0.0; n * d * w];
-    t.log_density_grad_batch(&xs, &mut f, &mut g);
+    t.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
     let mut f_only = vec![0.0; n];
-    t.log_density_batch(&xs, &mut f_only);
+    t.log_density_batch(&xs, &mut f_only).unwrap();
     assert_eq!(f, f_only);
     let mut deltas = vec![0.0; k];
     for r in 0..n {
         let x = &xs[r * d..(r + 1) * d];
         let mut g1 = vec![0.0; d * w];
-        assert_eq!(t.log_density_grad(x, &mut g1), f[r]);
+        assert_eq!(t.log_density_grad(x, &mut g1).unwrap(), f[r]);
         assert_eq!(&g1[..], &g[r * d * w..(r + 1) * d * w], "batch row {r} differs from the single-state call");
         let scale = f[r].abs().max(1.0);
         for i in 0..d {
-            t.coordinate_deltas(x, i, &mut deltas);
+            t.coordinate_deltas(x, i, &mut deltas).unwrap();
             for v in 0..k as u32 {
                 let mut y = x.to_vec();
                 y[i] = v;
-                let exact = t.log_density(&y) - f[r];
+                let exact = t.log_density(&y).unwrap() - f[r];
                 let predicted = if w == 1 {
                     g1[i] * (v as f64 - x[i] as f64)
                 } else {
@@ -59,11 +60,11 @@ fn check_exact_model(t: &dyn Target) {
         }
         if space.is_binary_like() {
             let mut fd = vec![0.0; d];
-            t.flip_deltas(x, &mut fd);
+            t.flip_deltas(x, &mut fd).unwrap();
             for i in 0..d {
                 let mut y = x.to_vec();
                 y[i] = 1 - y[i];
-                assert!((fd[i] - (t.log_density(&y) - f[r])).abs() < 1e-12 * scale);
+                assert!((fd[i] - (t.log_density(&y).unwrap() - f[r])).abs() < 1e-12 * scale);
             }
         }
     }
@@ -100,8 +101,8 @@ proptest! {
             let u: Vec<f64> = x.iter().map(|&c| if spin { 2.0 * c as f64 - 1.0 } else { c as f64 }).collect();
             let mut f: f64 = (0..d).map(|i| b[i] * u[i]).sum();
             for &(i, j, v) in &edges { f += v * u[i] * u[j]; }
-            prop_assert!((m.log_density(x) - f).abs() < 1e-12);
-            prop_assert!((m2.log_density(x) - f).abs() < 1e-12);
+            prop_assert!((m.log_density(x).unwrap() - f).abs() < 1e-12);
+            prop_assert!((m2.log_density(x).unwrap() - f).abs() < 1e-12);
         }
     }
 
@@ -115,7 +116,7 @@ proptest! {
         for x in all_states(m.space()).chunks_exact(d) {
             let mut f: f64 = (0..d).map(|i| h[i * k + x[i] as usize]).sum();
             for &(i, j, v) in &edges { if x[i] == x[j] { f += v; } }
-            prop_assert!((m.log_density(x) - f).abs() < 1e-12);
+            prop_assert!((m.log_density(x).unwrap() - f).abs() < 1e-12);
         }
     }
 
@@ -151,16 +152,16 @@ proptest! {
         let n = xs.len() / d;
         let mut f = vec![0.0; n];
         let mut g = vec![0.0; n * d];
-        rbm.log_density_grad_batch(&xs, &mut f, &mut g);
+        rbm.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
         let mut fd = vec![0.0; d];
         let mut two = [0.0; 2];
         for (r, x) in xs.chunks_exact(d).enumerate() {
             let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             prop_assert!((f[r] - cont(&xf)).abs() < 1e-12);
             let mut g1 = vec![0.0; d];
-            prop_assert_eq!(rbm.log_density_grad(x, &mut g1), f[r]);
+            prop_assert_eq!(rbm.log_density_grad(x, &mut g1).unwrap(), f[r]);
             prop_assert_eq!(&g1[..], &g[r * d..(r + 1) * d]);
-            rbm.flip_deltas(x, &mut fd);
+            rbm.flip_deltas(x, &mut fd).unwrap();
             for i in 0..d {
                 let h = 1e-5;
                 let (mut p, mut q) = (xf.clone(), xf.clone());
@@ -170,9 +171,9 @@ proptest! {
                 prop_assert!((g1[i] - numeric).abs() < 1e-6, "i {}: {} vs {}", i, g1[i], numeric);
                 let mut y = x.to_vec();
                 y[i] = 1 - y[i];
-                let exact = rbm.log_density(&y) - f[r];
+                let exact = rbm.log_density(&y).unwrap() - f[r];
                 prop_assert!((fd[i] - exact).abs() < 1e-12);
-                rbm.coordinate_deltas(x, i, &mut two);
+                rbm.coordinate_deltas(x, i, &mut two).unwrap();
                 prop_assert!((two[y[i] as usize] - exact).abs() < 1e-12 && two[x[i] as usize] == 0.0);
             }
         }
@@ -191,21 +192,21 @@ fn rbm_batch_rows_do_not_depend_on_the_batch() {
         let xs: Vec<u32> = (0..n * d).map(|t| ((t * 104729 + t / 7) % 3 % 2) as u32).collect();
         let mut f = vec![0.0; n];
         let mut g = vec![0.0; n * d];
-        rbm.log_density_grad_batch(&xs, &mut f, &mut g);
+        rbm.log_density_grad_batch(&xs, &mut f, &mut g).unwrap();
         let mut f_only = vec![0.0; n];
-        rbm.log_density_batch(&xs, &mut f_only);
+        rbm.log_density_batch(&xs, &mut f_only).unwrap();
         assert_eq!(f, f_only);
         for r in 0..n {
             let mut g1 = vec![0.0; d];
-            let f1 = rbm.log_density_grad(&xs[r * d..(r + 1) * d], &mut g1);
+            let f1 = rbm.log_density_grad(&xs[r * d..(r + 1) * d], &mut g1).unwrap();
             assert_eq!(f1, f[r], "row {r}");
             assert_eq!(&g1[..], &g[r * d..(r + 1) * d], "row {r}");
         }
         // Split batches give the same rows too.
         let mut f2 = vec![0.0; n];
         let mut g2 = vec![0.0; n * d];
-        rbm.log_density_grad_batch(&xs[..5 * d], &mut f2[..5], &mut g2[..5 * d]);
-        rbm.log_density_grad_batch(&xs[5 * d..], &mut f2[5..], &mut g2[5 * d..]);
+        rbm.log_density_grad_batch(&xs[..5 * d], &mut f2[..5], &mut g2[..5 * d]).unwrap();
+        rbm.log_density_grad_batch(&xs[5 * d..], &mut f2[5..], &mut g2[5 * d..]).unwrap();
         assert_eq!(f, f2);
         assert_eq!(g, g2);
     }

@@ -13,10 +13,12 @@
 //! capabilities, so a sampler's fast path (which would read the untempered RBM or Ising
 //! parameters) never runs on it; every sampler runs its generic kernel on γ_β.
 
+use dlp_core::TargetExt;
+use dlp_core::capability::Conditionals;
 use dlp_core::draw::sample_weights;
 use dlp_core::math::logsumexp;
 use dlp_core::rng::{ChainRng, chain_rngs};
-use dlp_core::{Batch, Coupling, DomainKind, EvalError, Sampler, SamplerError, Space, StepInfo, Target};
+use dlp_core::{Batch, Capabilities, Coupling, DomainKind, EvalError, Sampler, SamplerError, Space, StepInfo, Target};
 use rayon::prelude::*;
 
 /// Tolerance on Σ_v q_i(v) = 1 for [`ProductBase::from_log_probs`].
@@ -172,8 +174,9 @@ impl ProductBase {
 }
 
 /// γ_β = β f + (1 − β) log q as a [`Target`]: the intermediate distributions of AIS.
-/// It offers no [`dlp_core::Capabilities`], so samplers take their generic kernels (a fast path
-/// would see the untempered model's parameters), and no minibatches.
+/// Its only capability is its conditionals (the inner target's and the base's, combined), so
+/// samplers take their generic kernels (a fast path would see the untempered model's
+/// parameters), and it has no minibatches.
 pub struct Tempered<'a> {
     /// The target f.
     pub inner: &'a dyn Target,
@@ -207,41 +210,6 @@ impl Target for Tempered<'_> {
         self.inner.space()
     }
 
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.inner.log_density_batch(xs, out);
-        self.temper(xs, out, None);
-    }
-
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.inner.log_density_grad_batch(xs, log_density, grad);
-        self.temper(xs, log_density, Some(grad));
-    }
-
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        self.inner.coordinate_deltas(x, i, out);
-        let mut lq = vec![0.0; out.len()];
-        self.base.coordinate_deltas(x, i, &mut lq);
-        for (o, l) in out.iter_mut().zip(&lq) {
-            *o = self.beta * *o + (1.0 - self.beta) * l;
-        }
-        out[x[i] as usize] = 0.0;
-    }
-
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        self.inner.flip_deltas(x, out);
-        let mut two = [0.0; 2];
-        for (i, o) in out.iter_mut().enumerate() {
-            self.base.coordinate_deltas(x, i, &mut two);
-            *o = self.beta * *o + (1.0 - self.beta) * two[1 - x[i] as usize];
-        }
-    }
-
-    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
-        let mut two = [0.0; 2];
-        self.base.coordinate_deltas(x, i, &mut two);
-        self.inner.cheap_flip_delta(x, i).map(|v| self.beta * v + (1.0 - self.beta) * two[1 - x[i] as usize])
-    }
-
     fn evaluate(
         &self,
         xs: &[u32],
@@ -257,8 +225,39 @@ impl Target for Tempered<'_> {
         Ok(())
     }
 
-    fn take_error(&self) -> Option<EvalError> {
-        self.inner.take_error()
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { conditionals: Some(self), ..Capabilities::default() }
+    }
+}
+
+/// γ_β's differences: β times the inner target's (its conditionals or evaluated ones) plus
+/// (1 − β) times the base's.
+impl Conditionals for Tempered<'_> {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
+        self.inner.coordinate_deltas(x, i, out)?;
+        let mut lq = vec![0.0; out.len()];
+        self.base.coordinate_deltas(x, i, &mut lq);
+        for (o, l) in out.iter_mut().zip(&lq) {
+            *o = self.beta * *o + (1.0 - self.beta) * l;
+        }
+        out[x[i] as usize] = 0.0;
+        Ok(())
+    }
+
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) -> Result<(), EvalError> {
+        self.inner.flip_deltas(x, out)?;
+        let mut two = [0.0; 2];
+        for (i, o) in out.iter_mut().enumerate() {
+            self.base.coordinate_deltas(x, i, &mut two);
+            *o = self.beta * *o + (1.0 - self.beta) * two[1 - x[i] as usize];
+        }
+        Ok(())
+    }
+
+    fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
+        let mut two = [0.0; 2];
+        self.base.coordinate_deltas(x, i, &mut two);
+        self.inner.cheap_flip_delta(x, i).map(|v| self.beta * v + (1.0 - self.beta) * two[1 - x[i] as usize])
     }
 }
 
@@ -336,9 +335,6 @@ impl AisTask {
     ) -> Result<(), SamplerError> {
         let tempered = Tempered { inner: target, base, beta };
         let mut chains = sampler.start(&tempered, &self.x)?;
-        if let Some(e) = target.take_error() {
-            return Err(SamplerError::Eval(e));
-        }
         base.log_prob_batch(&self.x, &mut self.lq);
         let gap = beta - beta_prev;
         match chains.log_densities() {
@@ -355,9 +351,6 @@ impl AisTask {
             }
         }
         chains.try_step(&mut self.rngs, &mut self.info, Batch::Full)?;
-        if let Some(e) = target.take_error() {
-            return Err(SamplerError::Eval(e));
-        }
         for (a, i) in self.accept.iter_mut().zip(&self.info) {
             *a += i.accept_prob;
         }

@@ -28,11 +28,14 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
+use crate::mh::exact_eval;
 use crate::proposal::sample_logits;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
 };
+use dlp_core::Deltas;
+use dlp_core::TargetExt;
 use dlp_core::capability::RbmView;
 use dlp_core::math::{sigmoid, softmax_in_place};
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
@@ -89,16 +92,18 @@ pub fn first_blocks(d: usize, size: usize) -> Vec<Vec<usize>> {
 
 /// The exact conditional of `block` at `x` (whose log-density is `f_x`): `ys` receives every
 /// setting of the block (K^|block| rows of length d, x elsewhere) and `logw` their
-/// log-densities f(y). A single coordinate uses [`Target::coordinate_deltas`] (f_x + delta).
-/// Returns the number of log-density evaluations.
+/// log-densities f(y) of the target of `deltas`. A single coordinate uses
+/// [`Deltas::coordinate_deltas`] (f_x + delta). Returns the number of log-density
+/// evaluations, or the target's error.
 pub fn block_conditional(
-    target: &dyn Target,
+    deltas: &Deltas<'_>,
     x: &[u32],
     f_x: f64,
     block: &[usize],
     ys: &mut Vec<u32>,
     logw: &mut Vec<f64>,
-) -> u32 {
+) -> Result<u32, EvalError> {
+    let target = deltas.target();
     let k = target.space().k();
     let n = k.pow(block.len() as u32);
     ys.clear();
@@ -114,12 +119,12 @@ pub fn block_conditional(
     logw.clear();
     logw.resize(n, 0.0);
     if block.len() == 1 {
-        target.coordinate_deltas(x, block[0], logw);
+        deltas.coordinate_deltas(x, block[0], logw)?;
         logw.iter_mut().for_each(|v| *v += f_x);
     } else {
-        target.log_density_batch(ys, logw);
+        target.log_density_batch(ys, logw)?;
     }
-    n as u32
+    Ok(n as u32)
 }
 
 /// Gibbs on random blocks of `k` coordinates (`bg-<k>`).
@@ -169,11 +174,12 @@ impl Sampler for BlockGibbs {
         let d = space.d;
         let n = x0.len() / d;
         let mut f = vec![0.0; n];
-        target.log_density_batch(x0, &mut f);
+        target.log_density_batch(x0, &mut f)?;
         // bg-1 on an RBM: keep each chain's hidden pre-activations (see `RbmCache`).
         let rbm = target.capabilities().rbm.filter(|_| self.k == 1).map(|r| RbmCache::for_site_updates(r, x0));
         Ok(Box::new(BgChains {
             target,
+            deltas: Deltas::of(target),
             k: self.k,
             x: x0.to_vec(),
             f,
@@ -195,11 +201,12 @@ impl ExactKernel for BlockGibbs {
         let d = target.space().d;
         let blocks = first_blocks(d, self.k);
         let pb = 1.0 / blocks.len() as f64;
-        let f_x = target.log_density(x);
+        let f_x = exact_eval(target.log_density(x));
+        let deltas = Deltas::of(target);
         let (mut ys, mut logw) = (Vec::new(), Vec::new());
         let mut row = BTreeMap::new();
         for block in &blocks {
-            block_conditional(target, x, f_x, block, &mut ys, &mut logw);
+            exact_eval(block_conditional(&deltas, x, f_x, block, &mut ys, &mut logw));
             softmax_in_place(&mut logw);
             for (y, p) in ys.chunks(d).zip(&logw) {
                 *row.entry(y.to_vec()).or_insert(0.0) += pb * p;
@@ -211,6 +218,8 @@ impl ExactKernel for BlockGibbs {
 
 struct BgChains<'t> {
     target: &'t dyn Target,
+    /// The target's conditionals, looked up once.
+    deltas: Deltas<'t>,
     k: usize,
     x: Vec<u32>,
     f: Vec<f64>,
@@ -255,7 +264,7 @@ impl Chains for BgChains<'_> {
                 };
                 continue;
             }
-            let evals = block_conditional(self.target, x, self.f[j], block, &mut self.ys, &mut self.logw);
+            let evals = block_conditional(&self.deltas, x, self.f[j], block, &mut self.ys, &mut self.logw)?;
             let r = sample_logits(&self.logw, &mut self.scratch, &mut rngs[j]);
             let y = &self.ys[r * d..(r + 1) * d];
             let changed = x.iter().zip(y).filter(|(a, b)| a != b).count() as u32;

@@ -46,9 +46,11 @@
 //! adaptive τ schedule.
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
+use crate::mh::exact_eval;
 use crate::mh::{Caching, MhChains, Proposal, exact_row};
 use crate::proposal::inverse_cdf;
 use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use dlp_core::TargetExt;
 use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 
@@ -223,7 +225,9 @@ impl Sampler for Dlmc {
 impl ExactKernel for Dlmc {
     /// DLMCF: every y with q(y|x). DLMC: y ≠ x with q(y|x)·min(1, e^A), x with the rest.
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        exact_row(&DlmcProposal { h: self.h }, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
+        exact_row(&DlmcProposal { h: self.h }, self.mh, target.space(), x, |y, g| {
+            exact_eval(target.log_density_grad(y, g))
+        })
     }
 }
 

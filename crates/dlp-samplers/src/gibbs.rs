@@ -5,7 +5,7 @@
 //! coordinates 0..d−1). Both change **one coordinate per step call** (pitfall P6: the
 //! paper's "Gibbs-1" in the Ising-learning, EBM and BNN experiments is one site per step, not
 //! one sweep). The site is redrawn from its full conditional, π(x_i = v | x_{−i}) ∝
-//! exp(f(x with x_i = v) − f(x)), computed by [`Target::coordinate_deltas`], so every domain
+//! exp(f(x with x_i = v) − f(x)), computed by [`TargetExt::coordinate_deltas`], so every domain
 //! works (for binary targets this is the code's "flip with probability σ(f(x^{(i)}) − f(x))").
 //!
 //! Cost (§1.12): one `coordinate_deltas` call over the K values of the site, counted as K
@@ -17,10 +17,13 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
+use crate::mh::exact_eval;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
 };
+use dlp_core::Deltas;
+use dlp_core::TargetExt;
 use dlp_core::capability::SiteState;
 use dlp_core::draw::{gibbs_site_update, sample_logits};
 use dlp_core::math::softmax_in_place;
@@ -59,14 +62,14 @@ impl Gibbs {
 /// Log-weights of the full conditional of site `i` at `x`: `out[v] = f(x with x_i = v) − f(x)`
 /// (length K). The step draws v ∝ `exp(out[v])` ([`gibbs_site_update`], which computes them
 /// the same way); [`ExactKernel::transition_row`] normalises the same numbers.
-pub fn site_log_weights(target: &dyn Target, x: &[u32], i: usize, out: &mut [f64]) {
-    target.coordinate_deltas(x, i, out);
+pub fn site_log_weights(target: &dyn Target, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
+    target.coordinate_deltas(x, i, out)
 }
 
 /// Adds `p` times the full-conditional law of site `i` at `x` to `row` (keyed by next state).
 pub fn add_site_law(target: &dyn Target, x: &[u32], i: usize, p: f64, row: &mut BTreeMap<Vec<u32>, f64>) {
     let mut w = vec![0.0; target.space().k()];
-    site_log_weights(target, x, i, &mut w);
+    exact_eval(site_log_weights(target, x, i, &mut w));
     softmax_in_place(&mut w);
     for (v, &q) in w.iter().enumerate() {
         let mut y = x.to_vec();
@@ -92,7 +95,7 @@ impl Sampler for Gibbs {
         target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
         let d = target.space().d;
         let mut f = vec![0.0; x0.len() / d];
-        target.log_density_batch(x0, &mut f);
+        target.log_density_batch(x0, &mut f)?;
         // On an RBM, keep the hidden pre-activations per chain (O(M) per site, not O(d·M)).
         let rbm = target.capabilities().rbm.map(|r| RbmCache::for_site_updates(r, x0));
         // Otherwise, on a target with per-chain site state (the BNN: O(N) per site, not a
@@ -103,6 +106,7 @@ impl Sampler for Gibbs {
         };
         Ok(Box::new(GibbsChains {
             target,
+            deltas: Deltas::of(target),
             scan: self.scan,
             x: x0.to_vec(),
             f,
@@ -140,6 +144,8 @@ impl ExactKernel for Gibbs {
 
 struct GibbsChains<'t> {
     target: &'t dyn Target,
+    /// The target's conditionals, looked up once.
+    deltas: Deltas<'t>,
     scan: Scan,
     x: Vec<u32>,
     f: Vec<f64>,
@@ -188,7 +194,7 @@ impl Chains for GibbsChains<'_> {
                 changed
             } else {
                 let old = row[i];
-                self.f[j] += gibbs_site_update(self.target, row, i, &mut self.w, &mut self.scratch, rng);
+                self.f[j] += gibbs_site_update(&self.deltas, row, i, &mut self.w, &mut self.scratch, rng)?;
                 row[i] != old
             };
             info[j] = StepInfo {
@@ -209,6 +215,7 @@ impl Chains for GibbsChains<'_> {
 /// Shared test helpers for the baseline samplers' exact and empirical checks.
 #[cfg(test)]
 pub(crate) mod testkit {
+    use dlp_core::TargetExt;
     use dlp_core::{ExactKernel, Sampler, StepInfo, Target, chain_rngs};
     use std::collections::HashMap;
 
@@ -227,7 +234,7 @@ pub(crate) mod testkit {
 
     /// π by enumeration (normalised exp f).
     pub fn exact_pi(t: &dyn Target) -> Vec<f64> {
-        let f: Vec<f64> = states(t).iter().map(|x| t.log_density(x)).collect();
+        let f: Vec<f64> = states(t).iter().map(|x| t.log_density(x).unwrap()).collect();
         let m = f.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let w: Vec<f64> = f.iter().map(|v| (v - m).exp()).collect();
         let z: f64 = w.iter().sum();
@@ -325,7 +332,7 @@ pub(crate) mod testkit {
         // The cached log-densities must equal recomputed ones.
         if let Some(f) = chains.log_densities() {
             for (y, fy) in chains.positions().chunks(d).zip(f) {
-                assert!((t.log_density(y) - fy).abs() < 1e-10, "stale cached f at {y:?}");
+                assert!((t.log_density(y).unwrap() - fy).abs() < 1e-10, "stale cached f at {y:?}");
             }
         }
         info
@@ -520,5 +527,57 @@ mod site_state_tests {
             assert_eq!(fast, generic, "{scan:?}");
             assert_ne!(fast, x0, "{scan:?}: the chains moved");
         }
+    }
+}
+
+#[cfg(test)]
+mod interrupt_tests {
+    use dlp_core::capability::Interrupt;
+    use dlp_core::{Batch, Capabilities, EvalError, RunOptions, Sampler, SamplerError, Space, Target, run_chains};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Ising conditionals without any `evaluate` inside a step, plus an interrupt that fires at
+    /// the runner's `after`-th poll (as Python's Ctrl-C guard does).
+    struct Interrupting<'a> {
+        inner: &'a dyn Target,
+        polls: AtomicUsize,
+        after: usize,
+        evaluations: AtomicUsize,
+    }
+
+    impl Interrupt for Interrupting<'_> {
+        fn interrupted(&self) -> Option<EvalError> {
+            (self.polls.fetch_add(1, Ordering::SeqCst) + 1 >= self.after)
+                .then(|| EvalError::Device { device: "test".into(), message: "interrupted".into() })
+        }
+    }
+
+    impl Target for Interrupting<'_> {
+        fn space(&self) -> &Space {
+            self.inner.space()
+        }
+        fn evaluate(&self, xs: &[u32], b: Batch<'_>, f: &mut [f64], g: Option<&mut [f64]>) -> Result<(), EvalError> {
+            self.evaluations.fetch_add(1, Ordering::SeqCst);
+            self.inner.evaluate(xs, b, f, g)
+        }
+        fn capabilities(&self) -> Capabilities<'_> {
+            Capabilities { interrupt: Some(self), ..self.inner.capabilities() }
+        }
+    }
+
+    /// Single-site Gibbs on an Ising model reads only the conditionals inside a step, so only
+    /// the runner's poll of the interrupt capability can stop it: the run must end at the
+    /// third step with the interrupt's error.
+    #[test]
+    fn an_interrupt_stops_a_run_whose_steps_never_evaluate() {
+        let c = dlp_models::Couplings::lattice(&[4, 4], true, 0.3).unwrap();
+        let m = dlp_models::IsingModel::new(dlp_core::DomainKind::Spin, c, vec![0.0; 16]).unwrap();
+        let t = Interrupting { inner: &m, polls: AtomicUsize::new(0), after: 3, evaluations: AtomicUsize::new(0) };
+        let s = super::Gibbs { scan: super::Scan::Random };
+        let opts = RunOptions { seed: 1, threads: 1, chains_per_task: 0 };
+        let err = run_chains(&s as &dyn Sampler, &t, &[0; 4 * 16], 1000, &opts, |_, _| ()).err().expect("interrupted");
+        assert!(matches!(err, SamplerError::Eval(EvalError::Device { ref message, .. }) if message == "interrupted"));
+        assert_eq!(t.polls.load(Ordering::SeqCst), 3, "one poll per step");
+        assert_eq!(t.evaluations.load(Ordering::SeqCst), 1, "only `start` evaluates");
     }
 }

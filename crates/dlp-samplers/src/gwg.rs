@@ -30,10 +30,12 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
+use crate::mh::exact_eval;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::{mh_accept, sample_weights};
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
+use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
 use dlp_core::{
     Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
@@ -84,7 +86,7 @@ fn slots(space: &Space) -> usize {
 }
 
 /// Log-probabilities of GWG's moves at `x` from the gradient `grad` (layout of
-/// [`Target::log_density_grad`]), into `out` (length d·K, move m = i·K + v sets x_i = v):
+/// [`TargetExt::log_density_grad`]), into `out` (length d·K, move m = i·K + v sets x_i = v):
 /// log softmax of ½ g_i (1 − 2x_i) at v = 1 − x_i for binary/spin, of ½(G_{i,v} − G_{i,c_i})
 /// for categorical; the "stay" slots v = x_i get −∞.
 pub fn move_log_probs(space: &Space, x: &[u32], grad: &[f64], out: &mut [f64]) {
@@ -190,7 +192,7 @@ impl Sampler for Gwg {
         let n = x0.len() / d;
         let mut f = vec![0.0; n];
         let mut grad = vec![0.0; n * gl];
-        target.log_density_grad_batch(x0, &mut f, &mut grad);
+        target.log_density_grad_batch(x0, &mut f, &mut grad)?;
         let mut lq = vec![0.0; n * d * ks];
         let mut p = vec![0.0; n * d * ks];
         for (((x, g), l), p) in x0.chunks(d).zip(grad.chunks(gl)).zip(lq.chunks_mut(d * ks)).zip(p.chunks_mut(d * ks)) {
@@ -227,7 +229,7 @@ impl ExactKernel for Gwg {
         let (d, ks) = (space.d, slots(space));
         let eval = |y: &[u32]| {
             let mut g = vec![0.0; space.grad_len()];
-            let f = target.log_density_grad(y, &mut g);
+            let f = exact_eval(target.log_density_grad(y, &mut g));
             let mut lq = vec![0.0; d * ks];
             move_log_probs(space, y, &g, &mut lq);
             (f, lq)
@@ -327,7 +329,7 @@ impl Chains for GwgChains<'_> {
             self.f_y.copy_from_slice(&c.f_y[..n]);
             self.grad_y.copy_from_slice(&c.g_y[..n * gl]);
         } else {
-            self.target.log_density_grad_batch(&self.y, &mut self.f_y, &mut self.grad_y);
+            self.target.log_density_grad_batch(&self.y, &mut self.f_y, &mut self.grad_y)?;
         }
         for j in 0..n {
             let (xs, ys) = (j * d..(j + 1) * d, j * d * ks..(j + 1) * d * ks);
@@ -437,7 +439,7 @@ mod tests {
         // §4.3 at (0,0,0): g = (0.3, −0.7, 0.25), λ = ½ g, softmax over the three flips.
         let q = Quadratic::spec_tiny();
         let mut g = [0.0; 3];
-        q.log_density_grad(&[0, 0, 0], &mut g);
+        q.log_density_grad(&[0, 0, 0], &mut g).unwrap();
         let mut lq = [0.0; 6];
         move_log_probs(q.space(), &[0, 0, 0], &g, &mut lq);
         let w = [0.15f64.exp(), (-0.35f64).exp(), 0.125f64.exp()];
@@ -450,7 +452,7 @@ mod tests {
         // to class 1, 2 are ½(−2.2), ½(−1.1); G_2 = h2 + Cᵀe1 = (0.8, −0.1, 0.2) → ½(−0.9), ½(−0.6).
         let c = PairwiseCategorical::spec_small();
         let mut g = [0.0; 6];
-        c.log_density_grad(&[0, 0], &mut g);
+        c.log_density_grad(&[0, 0], &mut g).unwrap();
         let mut lq = [0.0; 6];
         move_log_probs(c.space(), &[0, 0], &g, &mut lq);
         let l = [-1.1f64, -0.55, -0.45, -0.3];
@@ -504,7 +506,7 @@ mod tests {
             ch.step(&mut rngs, &mut info);
         }
         for (y, f) in ch.positions().chunks(3).zip(ch.log_densities().unwrap()) {
-            assert_eq!(q.log_density(y), *f);
+            assert_eq!(q.log_density(y).unwrap(), *f);
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Spec `reproduction.md` §2, row `lb` (LB-1 of the paper's plots). Binary and spin targets:
 //! logits λ_i(x) = (f(x^{(i)}) − f(x))/2 from the d exact flip differences
-//! ([`Target::flip_deltas`]); draw i ~ softmax(λ(x)), propose x' = x^{(i)}, compute the same
+//! ([`TargetExt::flip_deltas`]); draw i ~ softmax(λ(x)), propose x' = x^{(i)}, compute the same
 //! d logits at x' and accept with probability min(1, Z(x)/Z(x')), Z(x) = Σ_i exp λ_i(x), in
 //! log space (the f-difference cancels exactly against the proposal ratio:
 //! e^{Δ}·(e^{−Δ/2}/Z(x'))/(e^{Δ/2}/Z(x)) = Z(x)/Z(x')).
@@ -14,10 +14,13 @@
 //! Not implemented: categorical/ordinal domains (GWG covers categorical moves).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
+use crate::mh::exact_eval;
 use crate::proposal::{mh_accept, sample_logits};
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
+use dlp_core::Deltas;
+use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
 use std::collections::BTreeMap;
@@ -35,10 +38,10 @@ impl LocallyBalanced {
 
 /// The flip logits λ_i(x) = (f(x^{(i)}) − f(x))/2 into `out` (length d); returns log Z(x) =
 /// logsumexp(λ). `out[i]·2` is the exact flip difference.
-pub fn lb_logits(target: &dyn Target, x: &[u32], out: &mut [f64]) -> f64 {
-    target.flip_deltas(x, out);
+pub fn lb_logits(deltas: &Deltas<'_>, x: &[u32], out: &mut [f64]) -> Result<f64, EvalError> {
+    deltas.flip_deltas(x, out)?;
     out.iter_mut().for_each(|v| *v *= 0.5);
-    logsumexp(out)
+    Ok(logsumexp(out))
 }
 
 /// LB's log acceptance ratio log Z(x) − log Z(x').
@@ -67,11 +70,14 @@ impl Sampler for LocallyBalanced {
         let d = space.d;
         let n = x0.len() / d;
         let mut f = vec![0.0; n];
-        target.log_density_batch(x0, &mut f);
+        target.log_density_batch(x0, &mut f)?;
         let mut lam = vec![0.0; n * d];
-        let log_z = x0.chunks(d).zip(lam.chunks_mut(d)).map(|(x, l)| lb_logits(target, x, l)).collect();
+        let deltas = Deltas::of(target);
+        let log_z =
+            x0.chunks(d).zip(lam.chunks_mut(d)).map(|(x, l)| lb_logits(&deltas, x, l)).collect::<Result<_, _>>()?;
         Ok(Box::new(LbChains {
             target,
+            deltas,
             x: x0.to_vec(),
             f,
             lam,
@@ -91,14 +97,15 @@ impl ExactKernel for LocallyBalanced {
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
         let d = target.space().d;
         let mut lam = vec![0.0; d];
-        let log_z = lb_logits(target, x, &mut lam);
+        let deltas = Deltas::of(target);
+        let log_z = exact_eval(lb_logits(&deltas, x, &mut lam));
         let mut lam_y = vec![0.0; d];
         let mut row = BTreeMap::new();
         let mut stay = 1.0;
         for i in 0..d {
             let mut y = x.to_vec();
             y[i] = 1 - y[i];
-            let log_z_y = lb_logits(target, &y, &mut lam_y);
+            let log_z_y = exact_eval(lb_logits(&deltas, &y, &mut lam_y));
             let p = (lam[i] - log_z).exp() * lb_log_accept_ratio(log_z, log_z_y).min(0.0).exp();
             stay -= p;
             row.insert(y, p);
@@ -110,6 +117,8 @@ impl ExactKernel for LocallyBalanced {
 
 struct LbChains<'t> {
     target: &'t dyn Target,
+    /// The target's conditionals, looked up once.
+    deltas: Deltas<'t>,
     x: Vec<u32>,
     f: Vec<f64>,
     lam: Vec<f64>,
@@ -139,7 +148,7 @@ impl Chains for LbChains<'_> {
             let i = sample_logits(lam, &mut self.scratch, &mut rngs[j]);
             self.y.copy_from_slice(x);
             self.y[i] = 1 - self.y[i];
-            let log_z_y = lb_logits(self.target, &self.y, &mut self.lam_y);
+            let log_z_y = lb_logits(&self.deltas, &self.y, &mut self.lam_y)?;
             let (accepted, accept_prob) = mh_accept(lb_log_accept_ratio(self.log_z[j], log_z_y), &mut rngs[j]);
             if accepted {
                 self.f[j] += 2.0 * lam[i];

@@ -16,6 +16,7 @@
 
 use crate::dlp::proposal::log_accept_ratio;
 use crate::proposal::{accept_prob, mh_accept};
+use dlp_core::TargetExt;
 use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, Space, StepInfo, Target, Transition};
 
 /// A proposal q(y|x) that depends on the current state only through x and what
@@ -117,10 +118,7 @@ impl Evaluator for TargetEval<'_> {
         if self.gl == 0 {
             return self.target.evaluate(x0, Batch::Full, f, None);
         }
-        // The infallible batch method, as the chains have always started (a device target
-        // parks an error for the runner's first check).
-        self.target.log_density_grad_batch(x0, f, grad);
-        Ok(())
+        self.target.log_density_grad_batch(x0, f, grad)
     }
 
     fn current(&mut self, x: &[u32], batch: Batch<'_>, f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
@@ -148,9 +146,10 @@ impl Evaluator for TargetEval<'_> {
     }
 }
 
-/// An evaluation error at the chains' start, as a start error.
+/// An evaluation error at the chains' start: the target failed (a device error), as it would
+/// inside a step, so the run ends with that error.
 pub fn start_error(e: EvalError) -> SamplerError {
-    SamplerError::BadInitialState(e.to_string())
+    SamplerError::Eval(e)
 }
 
 /// How long a chain's f(x), ∇f(x) and proposal cache stay valid.
@@ -190,8 +189,8 @@ pub struct MhChains<'t, P: Proposal, E: Evaluator = TargetEval<'t>> {
 
 impl<'t, P: Proposal> MhChains<'t, P> {
     /// Chains on `target` started at the rows of `x0` (already checked against the space),
-    /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start becomes
-    /// [`SamplerError::BadInitialState`].
+    /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start ends the run
+    /// as one inside a step would ([`SamplerError::Eval`]).
     pub fn on_target(
         target: &'t dyn Target,
         proposal: P,
@@ -414,6 +413,13 @@ impl<P: Proposal, E: Evaluator> Chains for MhChains<'_, P, E> {
             Caching::Refresh => self.step_refresh(rngs, info, batch),
         }
     }
+}
+
+/// An evaluation inside an exact transition row ([`dlp_core::ExactKernel`], whose rows are
+/// infallible): exact rows enumerate small CPU models, which never fail, so an error here is a
+/// misuse (a device or callback target handed to the exact suite) and panics naming it.
+pub fn exact_eval<T>(r: Result<T, EvalError>) -> T {
+    r.unwrap_or_else(|e| panic!("an exact transition row needs a target that cannot fail: {e}"))
 }
 
 /// The exact transition row of the kernel from `x`: unadjusted, every y with q(y|x); with the

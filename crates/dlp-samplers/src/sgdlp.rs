@@ -25,6 +25,7 @@ use crate::mh::{Caching, MhChains, exact_row};
 use crate::spec::{
     BATCH_SIZE, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
+use dlp_core::TargetExt;
 use dlp_core::{Batch, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 
 /// Stochastic-gradient DLP: step size α, minibatch size B, with (`sg-dmala`) or without
@@ -299,11 +300,8 @@ mod tests {
         }
     }
 
-    impl Target for DataQuad {
-        fn space(&self) -> &Space {
-            &self.space
-        }
-        fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+    impl DataQuad {
+        fn full(&self, xs: &[u32], out: &mut [f64]) {
             let d = self.space.d;
             for (x, o) in xs.chunks(d).zip(out) {
                 let v: Vec<f64> = x.iter().map(|&c| c as f64).collect();
@@ -317,16 +315,22 @@ mod tests {
                 *o = f;
             }
         }
-        fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
+        fn full_grad(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
             let d = self.space.d;
-            self.log_density_batch(xs, f);
+            self.full(xs, f);
             let all: Vec<usize> = (0..self.a.len()).collect();
             for (x, gr) in xs.chunks(d).zip(g.chunks_mut(d)) {
                 self.grad_sum(x, &all, 1.0, gr);
             }
         }
-        fn n_data(&self) -> Option<usize> {
-            Some(self.a.len())
+    }
+
+    impl Target for DataQuad {
+        fn space(&self) -> &Space {
+            &self.space
+        }
+        fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+            dlp_core::Capabilities { n_data: Some(self.a.len()), ..Default::default() }
         }
         /// Minibatch: f̂ = (N/B) Σ_{n∈β} ℓ_n + pᵀx and its gradient (BatchScaling::Sum).
         fn evaluate(
@@ -338,8 +342,8 @@ mod tests {
         ) -> Result<(), EvalError> {
             let Batch::Items(items) = batch else {
                 match g {
-                    Some(g) => self.log_density_grad_batch(xs, f, g),
-                    None => self.log_density_batch(xs, f),
+                    Some(g) => self.full_grad(xs, f, g),
+                    None => self.full(xs, f),
                 }
                 return Ok(());
             };
@@ -383,7 +387,7 @@ mod tests {
         assert!((bound - 0.7788007831).abs() < 1e-10);
         for (x, want) in [(0u32, 0.2151233603), (1, 0.1727741028)] {
             let (mut g, mut l, mut n) = ([0.0], [0.0], [0.0]);
-            t.log_density_grad(&[x], &mut g);
+            t.log_density_grad(&[x], &mut g).unwrap();
             assert!((g[0] - 0.5).abs() < 1e-15);
             let z = prop.logits(t.space(), &[x], &g, &mut l, &mut n);
             let q = prop.log_prob(t.space(), &[x], &[1 - x], &l, z).exp();

@@ -8,6 +8,7 @@
 //! and an ESS well above 100 (asserted), log Ẑ is close to normal around log Z (its bias, about
 //! −se²/2, is < 0.01 se here), so one such check fails with probability ≈ 4.7e-4.
 
+use dlp_core::TargetExt;
 use dlp_core::testing::{PairwiseCategorical, Quadratic};
 use dlp_core::{Chains, Sampler, SamplerError, Space, Target};
 use dlp_samplers::ais::{AisEstimate, AisOptions, ProductBase, Tempered, run_ais};
@@ -102,7 +103,7 @@ fn more_temperatures_shrink_the_error() {
     let f: Vec<f64> = (0..1u64 << d)
         .map(|s| {
             target.space().state_of_index(s, &mut x);
-            target.log_density(&x)
+            target.log_density(&x).unwrap()
         })
         .collect();
     let log_z = dlp_core::math::logsumexp(&f);
@@ -191,8 +192,8 @@ fn the_tempered_target_is_beta_f_plus_the_base_term() {
         let mut x = [0u32; 3];
         target.space().state_of_index(s, &mut x);
         base.log_prob_batch(&x, &mut lq);
-        let f = target.log_density_grad(&x, &mut g);
-        let ft = t.log_density_grad(&x, &mut g_t);
+        let f = target.log_density_grad(&x, &mut g).unwrap();
+        let ft = t.log_density_grad(&x, &mut g_t).unwrap();
         assert!((ft - (beta * f + (1.0 - beta) * lq[0])).abs() < 1e-12);
         for i in 0..3 {
             // ∂ log q / ∂x_i = log μ_i − log(1 − μ_i) for a Bernoulli base.
@@ -200,13 +201,13 @@ fn the_tempered_target_is_beta_f_plus_the_base_term() {
             let want = beta * g[i] + (1.0 - beta) * (mu / (1.0 - mu)).ln();
             assert!((g_t[i] - want).abs() < 1e-12, "grad {i}");
         }
-        t.flip_deltas(&x, &mut flips);
+        t.flip_deltas(&x, &mut flips).unwrap();
         let mut deltas = [0.0; 2];
         for i in 0..3 {
             let mut y = x;
             y[i] = 1 - y[i];
-            assert!((flips[i] - (t.log_density(&y) - ft)).abs() < 1e-12, "flip {i}");
-            t.coordinate_deltas(&x, i, &mut deltas);
+            assert!((flips[i] - (t.log_density(&y).unwrap() - ft)).abs() < 1e-12, "flip {i}");
+            t.coordinate_deltas(&x, i, &mut deltas).unwrap();
             assert!((deltas[y[i] as usize] - flips[i]).abs() < 1e-12 && deltas[x[i] as usize] == 0.0);
         }
     }
@@ -288,12 +289,11 @@ fn z_scores_are_calibrated_over_seeds() {
 }
 
 /// A device-like target that fails from its `after`-th evaluation on: `evaluate` returns the
-/// error, the infallible methods write NaN and park it (as `dlp_tensor::tensor_target!` does).
+/// error (as `dlp_tensor::tensor_target!` does).
 struct Failing {
     inner: Quadratic,
     calls: std::sync::atomic::AtomicUsize,
     after: usize,
-    parked: std::sync::Mutex<Option<dlp_core::EvalError>>,
 }
 
 impl Failing {
@@ -309,20 +309,6 @@ impl Target for Failing {
     fn space(&self) -> &Space {
         self.inner.space()
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.inner.log_density_batch(xs, out);
-        if self.failed() {
-            out.fill(f64::NAN);
-            *self.parked.lock().unwrap() = Some(Self::error());
-        }
-    }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], grad: &mut [f64]) {
-        self.inner.log_density_grad_batch(xs, f, grad);
-        if self.failed() {
-            f.fill(f64::NAN);
-            *self.parked.lock().unwrap() = Some(Self::error());
-        }
-    }
     fn evaluate(
         &self,
         xs: &[u32],
@@ -335,9 +321,6 @@ impl Target for Failing {
         }
         self.inner.evaluate(xs, batch, f, grad)
     }
-    fn take_error(&self) -> Option<dlp_core::EvalError> {
-        self.parked.lock().unwrap().take()
-    }
 }
 
 #[test]
@@ -346,7 +329,7 @@ fn a_device_failure_stops_the_run_with_its_error() {
     let base = ProductBase::uniform(inner.space());
     for (name, alpha) in [("dmala", Some(0.3)), ("gwg", None), ("gibbs", None)] {
         for after in [0, 7] {
-            let target = Failing { inner: inner.clone(), calls: 0.into(), after, parked: None.into() };
+            let target = Failing { inner: inner.clone(), calls: 0.into(), after };
             let opts = AisOptions { chains: 8, temperatures: 50, seed: 0, threads: 1 };
             let err = run_ais(&target, &base, sampler(name, alpha).as_ref(), &opts, &mut |_| {}).unwrap_err();
             assert!(

@@ -10,7 +10,7 @@
 //! thread (the sampler runner parallelises over chain groups); candle's CPU backend uses
 //! `RAYON_NUM_THREADS` threads: set it to 1 for a like-for-like CPU comparison.
 
-use dlp_core::Target;
+use dlp_core::TargetExt;
 use dlp_models::BnnModel;
 use dlp_models::bnn::Precision;
 use dlp_tensor::candle_core::DType;
@@ -38,12 +38,12 @@ fn main() {
             let tensor = TensorBnn::from_bnn(&native, &dev, dtype).expect("upload");
             let (mut f, mut g) = (vec![0.0; chains], vec![0.0; chains * d]);
             let (mut ft, mut gt) = (vec![0.0; chains], vec![0.0; chains * d]);
-            let ms_native = best_ms(reps, || native.log_density_grad_batch(&xs, &mut f, &mut g));
-            let ms_tensor = best_ms(reps, || tensor.log_density_grad_batch(&xs, &mut ft, &mut gt));
-            if let Some(e) = tensor.take_error() {
+            let ms_native = best_ms(reps, || native.log_density_grad_batch(&xs, &mut f, &mut g).unwrap());
+            if let Err(e) = tensor.log_density_grad_batch(&xs, &mut ft, &mut gt) {
                 eprintln!("error: {e}");
                 std::process::exit(1);
             }
+            let ms_tensor = best_ms(reps, || tensor.log_density_grad_batch(&xs, &mut ft, &mut gt).unwrap());
             let f_err = f.iter().zip(&ft).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             let prec = format!("{precision:?}").to_lowercase();
             println!(

@@ -32,9 +32,9 @@
 //! a candle error (out of memory, lost device, a shape error) becomes
 //! [`EvalError::Device`] instead of a panic, and
 //! [`Batch::Items`] is [`EvalError::NoData`]
-//! (these models have no data terms). The infallible batch methods call `evaluate`; on an error
-//! they write NaN and park the error for [`Target::take_error`](dlp_core::Target::take_error),
-//! which the runner checks after every step, so a failing device stops the run with one line.
+//! (these models have no data terms). Every convenience of [`dlp_core::TargetExt`] goes through
+//! `evaluate` and returns its error, which samplers pass on, so a failing device stops the run
+//! with one line.
 //!
 //! **Two ways to sample a tensor target.** Through the [`dlp_core::Target`] oracle above, any
 //! registered sampler runs unchanged, but each evaluation uploads the `u32` rows and downloads
@@ -66,7 +66,6 @@ pub use rbm::TensorRbm;
 
 use candle_core::{DeviceLocation, Tensor};
 use dlp_core::{Batch, EvalError, Space};
-use std::sync::Mutex;
 
 /// A binary target whose f and ∇f (with respect to the bits) a candle graph computes on a
 /// device from a device tensor of states: what `dlp-device`'s `DeviceDlp` needs of a model.
@@ -165,29 +164,28 @@ pub fn device_name(device: &Device) -> String {
     }
 }
 
-/// What every [`TensorModel`] keeps for the shared plumbing: its state space, its device's
-/// name (for error messages) and the slot where the infallible methods park errors.
+/// What every [`TensorModel`] keeps for the shared plumbing: its state space and its device's
+/// name (for error messages).
 #[derive(Debug)]
 pub struct TensorCommon {
     pub(crate) space: Space,
     pub(crate) device_name: String,
-    errors: ErrorSlot,
 }
 
 impl TensorCommon {
     /// The plumbing of a model on `space` whose tensors live on `device`.
     pub fn new(space: Space, device: &Device) -> Self {
-        TensorCommon { space, device_name: device_name(device), errors: ErrorSlot::default() }
+        TensorCommon { space, device_name: device_name(device) }
     }
 }
 
 /// What a tensor model writes: its [`TensorCommon`] and one candle graph
 /// for f (and ∇f) of a whole batch. [`tensor_target!`](crate::tensor_target) then implements
-/// [`dlp_core::Target`] for it (the fallible `evaluate`, the infallible methods that park
-/// errors, `take_error`), so every tensor model shares one copy of that plumbing. A macro and
-/// not a blanket impl, because `Target` is another crate's trait.
+/// [`dlp_core::Target`] for it (the fallible `evaluate` with its buffer and minibatch checks,
+/// the data terms), so every tensor model shares one copy of that plumbing. A macro and not a
+/// blanket impl, because `Target` is another crate's trait.
 pub trait TensorModel: Send + Sync {
-    /// The space, device name and error slot the model keeps for this plumbing.
+    /// The space and device name the model keeps for this plumbing.
     fn common(&self) -> &TensorCommon;
     /// The state space (named apart from `Target::space` so the two never clash in scope).
     fn model_space(&self) -> &Space {
@@ -197,15 +195,11 @@ pub trait TensorModel: Send + Sync {
     fn device_name(&self) -> &str {
         &self.common().device_name
     }
-    /// Where the infallible methods park their errors.
-    fn error_slot(&self) -> &ErrorSlot {
-        &self.common().errors
-    }
     /// f of the `n = log_density.len()` rows of `xs` (and ∇f into `grad`, `n × grad_len`),
     /// on the full data. Called with `n ≥ 1` and buffers of the right lengths.
     fn evaluate_full(&self, xs: &[u32], log_density: &mut [f64], grad: Option<&mut [f64]>) -> candle_core::Result<()>;
     /// `Some(N)` when f is a sum over N data items and minibatches are allowed
-    /// ([`dlp_core::Target::n_data`]); `None` (the default) refuses them with
+    /// ([`dlp_core::Capabilities::n_data`]); `None` (the default) refuses them with
     /// [`EvalError::NoData`].
     fn data_items(&self) -> Option<usize> {
         None
@@ -265,18 +259,6 @@ macro_rules! tensor_target {
                 $crate::TensorModel::model_space(self)
             }
 
-            fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-                $crate::or_park(self.error_slot(), out, None, |f, g| {
-                    $crate::evaluate_model(self, xs, dlp_core::Batch::Full, f, g)
-                });
-            }
-
-            fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-                $crate::or_park(self.error_slot(), log_density, Some(grad), |f, g| {
-                    $crate::evaluate_model(self, xs, dlp_core::Batch::Full, f, g)
-                });
-            }
-
             /// f (and ∇f) of the whole batch in one candle graph; candle errors are
             /// `EvalError::Device`, minibatches `EvalError::NoData` unless the model has data.
             fn evaluate(
@@ -289,54 +271,11 @@ macro_rules! tensor_target {
                 $crate::evaluate_model(self, xs, batch, log_density, grad)
             }
 
-            fn take_error(&self) -> Option<dlp_core::EvalError> {
-                self.error_slot().take()
-            }
-
-            fn n_data(&self) -> Option<usize> {
-                $crate::TensorModel::data_items(self)
+            fn capabilities(&self) -> dlp_core::Capabilities<'_> {
+                dlp_core::Capabilities { n_data: $crate::TensorModel::data_items(self), ..Default::default() }
             }
         }
     };
-}
-
-/// The error parked by the infallible methods until [`dlp_core::Target::take_error`] collects
-/// it (the first one since the last collection; later ones are usually consequences).
-#[derive(Debug, Default)]
-pub struct ErrorSlot(Mutex<Option<EvalError>>);
-
-impl ErrorSlot {
-    /// Keeps `e` unless an earlier error is still waiting.
-    pub fn park(&self, e: EvalError) {
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-    }
-
-    /// The parked error, leaving the slot empty.
-    pub fn take(&self) -> Option<EvalError> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-/// Runs `evaluate` for an infallible method: on an error fills `log_density` (and `grad`)
-/// with NaN, which samplers treat as a rejected proposal, and parks the error.
-pub fn or_park(
-    slot: &ErrorSlot,
-    log_density: &mut [f64],
-    grad: Option<&mut [f64]>,
-    evaluate: impl FnOnce(&mut [f64], Option<&mut [f64]>) -> Result<(), EvalError>,
-) {
-    // Reborrow so that the buffers can be filled after a failed call.
-    let mut grad = grad;
-    if let Err(e) = evaluate(log_density, grad.as_deref_mut()) {
-        log_density.fill(f64::NAN);
-        if let Some(g) = grad {
-            g.fill(f64::NAN);
-        }
-        slot.park(e);
-    }
 }
 
 /// Turns a candle error on `device` into the oracle's error.
@@ -414,14 +353,5 @@ mod tests {
             assert_eq!(e, Error::CudaNotBuilt(name.to_string()));
             assert!(e.to_string().contains("`cuda` feature"), "{e}");
         }
-    }
-
-    #[test]
-    fn the_first_parked_error_is_kept_and_taken_once() {
-        let slot = ErrorSlot::default();
-        slot.park(EvalError::NoData);
-        slot.park(EvalError::Device { device: "cpu".into(), message: "later".into() });
-        assert_eq!(slot.take(), Some(EvalError::NoData));
-        assert_eq!(slot.take(), None);
     }
 }

@@ -159,6 +159,7 @@ impl crate::DeviceEnergy for TensorRbm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlp_core::TargetExt;
     use dlp_core::{Batch, EvalError, RunOptions, SamplerError, Target, run_chains};
     use dlp_samplers::{SamplerParams, build_sampler};
 
@@ -182,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failing_evaluation_is_a_device_error_and_is_parked_by_the_infallible_methods() {
+    fn a_failing_evaluation_is_a_device_error_returned_by_every_convenience() {
         let t = broken(3, 2);
         let xs = [0, 1, 1, 1, 0, 0];
         let mut f = [0.0; 2];
@@ -192,15 +193,11 @@ mod tests {
         // One line, without the backtrace candle appends under RUST_BACKTRACE.
         let line = e.to_string();
         assert!(line.starts_with("device error on cpu: shape mismatch") && !line.contains('\n'), "{line}");
-        assert_eq!(t.take_error(), None, "evaluate returns its error, it does not park it");
 
-        t.log_density_grad_batch(&xs, &mut f, &mut g);
-        assert!(f.iter().chain(&g).all(|v| v.is_nan()), "{f:?} {g:?}");
-        assert_eq!(t.take_error(), Some(e.clone()));
-        assert_eq!(t.take_error(), None, "taken once");
-        t.log_density_batch(&xs, &mut f);
-        assert!(f.iter().all(|v| v.is_nan()));
-        assert_eq!(t.take_error(), Some(e));
+        assert_eq!(t.log_density_grad_batch(&xs, &mut f, &mut g), Err(e.clone()));
+        assert_eq!(t.log_density_batch(&xs, &mut f), Err(e));
+        let one = t.log_density(&xs[..3]).unwrap_err();
+        assert!(matches!(one, EvalError::Device { ref device, .. } if device == "cpu"), "{one:?}");
     }
 
     #[test]
@@ -218,32 +215,28 @@ mod tests {
                 }
                 other => panic!("expected a device error, got {other:?}"),
             }
-            assert_eq!(t.take_error(), None, "the runner collected the error");
         }
     }
 
-    /// Starts on a good model (the sampler's caches come from the infallible batch method) and
-    /// fails in `evaluate`, which DMALA's steps call: the error comes from inside a step.
+    /// Evaluates the good model for the first `starts` calls (the two tasks' `start`, which
+    /// fill the sampler's caches) and the broken one afterwards, which DMALA's steps call: the
+    /// error comes from inside a step.
     struct FailsInSteps {
         good: TensorRbm,
         bad: TensorRbm,
+        calls: std::sync::atomic::AtomicUsize,
+        starts: usize,
     }
 
     impl Target for FailsInSteps {
         fn space(&self) -> &Space {
             self.good.space()
         }
-        fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-            self.good.log_density_batch(xs, out)
-        }
-        fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
-            self.good.log_density_grad_batch(xs, f, g)
-        }
         fn evaluate(&self, xs: &[u32], b: Batch<'_>, f: &mut [f64], g: Option<&mut [f64]>) -> Result<(), EvalError> {
+            if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < self.starts {
+                return self.good.evaluate(xs, b, f, g);
+            }
             self.bad.evaluate(xs, b, f, g)
-        }
-        fn take_error(&self) -> Option<EvalError> {
-            self.good.take_error().or_else(|| self.bad.take_error())
         }
     }
 
@@ -258,7 +251,7 @@ mod tests {
             Tensor::new(&[0.0f32, 0.1], &dev).unwrap(),
         )
         .unwrap();
-        let target = FailsInSteps { good, bad: broken(4, 2) };
+        let target = FailsInSteps { good, bad: broken(4, 2), calls: 0.into(), starts: 2 };
         let sampler = build_sampler("dmala", &SamplerParams { step_size: Some(2.0), ..Default::default() }).unwrap();
         let x0 = vec![0u32; 8 * 4];
         let opts = RunOptions { seed: 3, threads: 2, chains_per_task: 0 };

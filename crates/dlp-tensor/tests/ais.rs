@@ -6,7 +6,7 @@
 //! False failures: fixed seed; one check at |log Ẑ − log Z| ≤ 3.5 se, ≈ 4.7e-4 for a fresh seed
 //! (log Ẑ close to normal with 300 chains and ESS > 100, asserted; see `dlp-exact/tests/ais.rs`).
 
-use dlp_core::{DomainKind, Target, setup_rng};
+use dlp_core::{DomainKind, setup_rng};
 use dlp_exact::{EnumOptions, enumerate};
 use dlp_models::Rbm;
 use dlp_samplers::ais::{AisOptions, ProductBase, run_ais};
@@ -26,7 +26,6 @@ fn ais_on_a_tensor_rbm_matches_enumeration_and_ignores_threads() {
     let gwg = build_sampler("gwg", &SamplerParams::default()).unwrap();
     let opts = AisOptions { chains: 300, temperatures: 200, seed: 3, threads: 1 };
     let est = run_ais(&dev, &base, gwg.as_ref(), &opts, &mut |_| {}).unwrap();
-    assert_eq!(dev.take_error(), None);
     let z = (est.log_z - log_z) / est.std_err;
     println!(
         "tensor rbm: log Ẑ = {:.5} ± {:.5}, exact {log_z:.5}, z = {z:.2}, ESS {:.0}",

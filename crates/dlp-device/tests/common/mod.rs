@@ -13,6 +13,7 @@ pub mod bert;
 pub mod emu;
 pub mod rbm;
 
+use dlp_core::TargetExt;
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Space, Target};
 use dlp_device::device_chains::DeviceChains;
@@ -97,7 +98,7 @@ pub fn dlp_reference_step(
     let space = target.space().clone();
     let proposal = DlpProposal::new(alpha, None).unwrap();
     let (mut f, mut g) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(x, &mut f, &mut g);
+    target.log_density_grad_batch(x, &mut f, &mut g).unwrap();
     let (mut l, mut z) = (vec![0.0; d], vec![0.0; d]);
     let log_z = proposal.logits(&space, x, &g, &mut l, &mut z);
     let flips = draws((0..d).map(|i| (site_u(key, j, t, PURPOSE_FLIP, i), sigmoid(l[i]))), 1e-5)?;
@@ -106,7 +107,7 @@ pub fn dlp_reference_step(
         return Some(y);
     }
     let (mut fy, mut gy) = ([0.0], vec![0.0; d]);
-    target.log_density_grad_batch(&y, &mut fy, &mut gy);
+    target.log_density_grad_batch(&y, &mut fy, &mut gy).unwrap();
     let (mut ly, mut zy) = (vec![0.0; d], vec![0.0; d]);
     let log_zy = proposal.logits(&space, &y, &gy, &mut ly, &mut zy);
     let ratio =

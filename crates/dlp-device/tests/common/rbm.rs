@@ -6,6 +6,7 @@ use super::{
     check_law_chi2, check_paths, dlp_reference_step, draws, every_state_in_turn, random_bits, random_rbm, site_u,
 };
 use candle_core::Device;
+use dlp_core::TargetExt;
 use dlp_core::math::sigmoid;
 use dlp_core::{DomainKind, Target};
 use dlp_device::device_chains::DeviceChains;
@@ -40,7 +41,7 @@ pub fn reference_step(rbm: &Rbm, sampler: RbmSampler, key: [u32; 2], j: usize, t
             let mut y = x.to_vec();
             y[i] ^= 1;
             let mut f = [0.0; 2];
-            rbm.log_density_batch(&[x, &y[..]].concat(), &mut f);
+            rbm.log_density_batch(&[x, &y[..]].concat(), &mut f).unwrap();
             let flip = draws(std::iter::once(((r[2] >> 8) as f64 / 16_777_216.0, sigmoid(f[1] - f[0]))), TIE)?;
             Some(if flip[0] == 1 { y } else { x.to_vec() })
         }

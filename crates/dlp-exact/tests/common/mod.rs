@@ -1,7 +1,7 @@
 //! Test targets written for these tests, independent of dlp-models.
 #![allow(dead_code)]
 
-use dlp_core::{Space, Target};
+use dlp_core::{RowTarget, Space};
 
 /// L×L periodic lattice Ising in the paper's convention (spec §3.2, §4.1):
 /// f(s) = sᵀJs + b Σ s_i with J = σ·A, i.e. 2σ per undirected edge; the sampler coordinate
@@ -36,24 +36,19 @@ impl LatticeIsing {
     }
 }
 
-impl Target for LatticeIsing {
-    fn space(&self) -> &Space {
+impl RowTarget for LatticeIsing {
+    fn row_space(&self) -> &Space {
         &self.space
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (x, o) in xs.chunks(self.space.d).zip(out) {
-            *o = self.f(x);
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        self.f(x)
     }
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        let d = self.space.d;
-        for ((x, o), g) in xs.chunks(d).zip(log_density).zip(grad.chunks_mut(d)) {
-            *o = self.f(x);
-            for (i, gi) in g.iter_mut().enumerate() {
-                let n: f64 = self.neighbours(i).iter().map(|&j| 2.0 * x[j] as f64 - 1.0).sum();
-                *gi = 4.0 * self.sigma * n + 2.0 * self.bias;
-            }
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+        for (i, gi) in g.iter_mut().enumerate() {
+            let n: f64 = self.neighbours(i).iter().map(|&j| 2.0 * x[j] as f64 - 1.0).sum();
+            *gi = 4.0 * self.sigma * n + 2.0 * self.bias;
         }
+        self.f(x)
     }
 }
 

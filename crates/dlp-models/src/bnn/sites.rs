@@ -3,7 +3,7 @@
 //! sum (W2, b2), so with the hidden pre-activations A = XW1 + b1 (N × H) and the output
 //! pre-activations z = tanh(A)W2 + b2 (N) of every chain kept, f after a flip costs O(N) — two
 //! tanh and one sigmoid per data row — instead of the O(N·p·H) network evaluation that
-//! [`dlp_core::Target::coordinate_deltas`] pays (twice). On Adult (N = 29,860, p = 88,
+//! [`dlp_core::TargetExt::coordinate_deltas`] pays (twice). On Adult (N = 29,860, p = 88,
 //! H = 100) that is ≈ 3·10⁴ against ≈ 5·10⁸ multiply-adds.
 //!
 //! The state is f64 whatever the model's [`Precision`](super::Precision): with
@@ -160,6 +160,7 @@ impl SiteState for BnnSites<'_> {
 mod tests {
     use super::*;
     use dlp_core::Target;
+    use dlp_core::TargetExt;
     use rand::RngExt;
 
     /// p = 4, H = 3 (d = 19), N = 40 seeded rows; τ large enough that deltas are O(1–100).
@@ -186,7 +187,7 @@ mod tests {
                 let x = &xs[j * d..(j + 1) * d];
                 for i in 0..d {
                     state.deltas(j, x, i, &mut fast);
-                    m.coordinate_deltas(x, i, &mut slow);
+                    m.coordinate_deltas(x, i, &mut slow).unwrap();
                     for v in 0..2 {
                         assert!((fast[v] - slow[v]).abs() <= 1e-9, "chain {j} site {i}: {fast:?} vs {slow:?}");
                     }
@@ -223,7 +224,7 @@ mod tests {
         for (j, i) in [(0, 2), (1, 5), (1, 17), (0, 18)] {
             let (mut fast, mut slow) = ([0.0; 2], [0.0; 2]);
             state.deltas(j, &xs[j * d..(j + 1) * d], i, &mut fast);
-            m.coordinate_deltas(&xs[j * d..(j + 1) * d], i, &mut slow);
+            m.coordinate_deltas(&xs[j * d..(j + 1) * d], i, &mut slow).unwrap();
             assert!((fast[0] - slow[0]).abs() + (fast[1] - slow[1]).abs() <= 1e-9, "{j} {i}: {fast:?} vs {slow:?}");
         }
     }

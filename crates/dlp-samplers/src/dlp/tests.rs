@@ -7,7 +7,7 @@ use crate::proposal::accept_prob;
 use crate::registry::build_sampler;
 use dlp_core::StepInfo;
 use dlp_core::testing::{PairwiseCategorical, Quadratic};
-use dlp_core::{DomainKind, Space, chain_rng, chain_rngs};
+use dlp_core::{DomainKind, RowTarget, Space, chain_rng, chain_rngs};
 use rand::RngExt;
 
 // ---------------------------------------------------------------- helpers (shared with sgdlp)
@@ -66,7 +66,7 @@ pub(crate) fn boltzmann(target: &dyn Target) -> Vec<f64> {
     let w: Vec<f64> = (0..n)
         .map(|s| {
             space.state_of_index(s as u64, &mut x);
-            target.log_density(&x).exp()
+            target.log_density(&x).unwrap().exp()
         })
         .collect();
     let z: f64 = w.iter().sum();
@@ -134,19 +134,17 @@ impl Ordinal1d {
     }
 }
 
-impl Target for Ordinal1d {
-    fn space(&self) -> &Space {
+impl RowTarget for Ordinal1d {
+    fn row_space(&self) -> &Space {
         &self.space
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        for (o, &c) in out.iter_mut().zip(xs) {
-            *o = (self.fg)(self.space.coordinate(c)).0;
-        }
+    fn row_log_density(&self, x: &[u32]) -> f64 {
+        (self.fg)(self.space.coordinate(x[0])).0
     }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
-        for ((o, gr), &c) in f.iter_mut().zip(g.iter_mut()).zip(xs) {
-            (*o, *gr) = (self.fg)(self.space.coordinate(c));
-        }
+    fn row_log_density_grad(&self, x: &[u32], g: &mut [f64]) -> f64 {
+        let (f, gr) = (self.fg)(self.space.coordinate(x[0]));
+        g[0] = gr;
+        f
     }
 }
 
@@ -157,11 +155,11 @@ fn flip_probabilities_match_spec_4_3() {
     let t = Quadratic::spec_tiny();
     let p = DlpProposal::new(0.5, None).unwrap();
     let (mut g, mut l, mut n) = ([0.0; 3], [0.0; 3], [0.0; 3]);
-    t.log_density_grad(&[0, 0, 0], &mut g);
+    t.log_density_grad(&[0, 0, 0], &mut g).unwrap();
     p.logits(t.space(), &[0, 0, 0], &g, &mut l, &mut n);
     assert_close(&l, &[-0.85, -1.35, -0.875], 1e-12, "logits at 000");
     assert_close(&l.map(sigma), &[0.2994328575, 0.2058703718, 0.2942149722], 1e-10, "p at 000");
-    t.log_density_grad(&[1, 1, 1], &mut g);
+    t.log_density_grad(&[1, 1, 1], &mut g).unwrap();
     p.logits(t.space(), &[1, 1, 1], &g, &mut l, &mut n);
     assert_close(&l.map(sigma), &[0.2058703718, 0.1245533582, 0.2640546061], 1e-10, "p at 111");
 }
@@ -203,7 +201,7 @@ fn z_alpha_matches_spec_4_3() {
     let (mut x, mut g, mut l, mut n) = ([0u32; 3], [0.0; 3], [0.0; 3], [0.0; 3]);
     for (s, w) in want.iter().enumerate() {
         t.space().state_of_index(s as u64, &mut x);
-        t.log_density_grad(&x, &mut g);
+        t.log_density_grad(&x, &mut g).unwrap();
         let z = p.logits(t.space(), &x, &g, &mut l, &mut n).exp();
         assert!((z - w).abs() < 1e-9, "Z_α({x:?}) = {z}, spec {w}");
         assert!((z - binary_z_alpha(&t, &x, 0.5, &[1.0; 3])).abs() < 1e-12);
@@ -286,8 +284,8 @@ fn one_dmala_step_matches_spec_4_4() {
     let p = DlpProposal::new(0.5, None).unwrap();
     let (x, y) = ([0u32, 0, 0], [1u32, 1, 0]);
     let (mut gx, mut gy, mut lx, mut ly, mut n) = ([0.0; 3], [0.0; 3], [0.0; 3], [0.0; 3], [0.0; 3]);
-    let fx = t.log_density_grad(&x, &mut gx);
-    let fy = t.log_density_grad(&y, &mut gy);
+    let fx = t.log_density_grad(&x, &mut gx).unwrap();
+    let fy = t.log_density_grad(&y, &mut gy).unwrap();
     assert_close(&gy, &[1.9, 0.9, 0.05], 1e-12, "g(x')");
     let zx = p.logits(s, &x, &gx, &mut lx, &mut n);
     let zy = p.logits(s, &y, &gy, &mut ly, &mut n);
@@ -314,7 +312,7 @@ fn preconditioned_matches_spec_4_3() {
     let h = vec![0.5, 1.0, 2.0];
     let p = DlpProposal::new(0.5, Some(h.clone())).unwrap();
     let (mut g, mut l, mut n) = ([0.0; 3], [0.0; 3], [0.0; 3]);
-    t.log_density_grad(&[0, 0, 0], &mut g);
+    t.log_density_grad(&[0, 0, 0], &mut g).unwrap();
     p.logits(t.space(), &[0, 0, 0], &g, &mut l, &mut n);
     assert_close(&l, &[-1.85, -1.35, -0.375], 1e-12, "preconditioned logits");
     let pa = stationary(&matrix(&sampler(false, 0.5, Some(h.clone())), &t));
@@ -358,25 +356,20 @@ impl SpinQuad {
     }
 }
 
-impl Target for SpinQuad {
-    fn space(&self) -> &Space {
+impl RowTarget for SpinQuad {
+    fn row_space(&self) -> &Space {
         &self.space
     }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
+    fn row_log_density(&self, row: &[u32]) -> f64 {
         let d = self.space.d;
-        for (row, o) in xs.chunks(d).zip(out) {
-            let s = self.spins(row);
-            *o = (0..d).map(|i| self.b[i] * s[i] + (0..d).map(|k| s[i] * self.j[i * d + k] * s[k]).sum::<f64>()).sum();
-        }
+        let s = self.spins(row);
+        (0..d).map(|i| self.b[i] * s[i] + (0..d).map(|k| s[i] * self.j[i * d + k] * s[k]).sum::<f64>()).sum()
     }
-    fn log_density_grad_batch(&self, xs: &[u32], f: &mut [f64], g: &mut [f64]) {
-        let d = self.space.d;
-        self.log_density_batch(xs, f);
-        for (row, gr) in xs.chunks(d).zip(g.chunks_mut(d)) {
-            for (gi, gs) in gr.iter_mut().zip(self.spin_grad(&self.spins(row))) {
-                *gi = 2.0 * gs;
-            }
+    fn row_log_density_grad(&self, row: &[u32], gr: &mut [f64]) -> f64 {
+        for (gi, gs) in gr.iter_mut().zip(self.spin_grad(&self.spins(row))) {
+            *gi = 2.0 * gs;
         }
+        self.row_log_density(row)
     }
 }
 
@@ -419,7 +412,7 @@ fn infinite_step_size_flips_with_sigmoid_of_half_gradient() {
     let t = Quadratic::spec_tiny();
     let p = DlpProposal::new(f64::INFINITY, None).unwrap();
     let (mut g, mut l, mut n) = ([0.0; 3], [0.0; 3], [0.0; 3]);
-    t.log_density_grad(&[1, 1, 0], &mut g);
+    t.log_density_grad(&[1, 1, 0], &mut g).unwrap();
     p.logits(t.space(), &[1, 1, 0], &g, &mut l, &mut n);
     // g(1,1,0) = (1.9, 0.9, 0.05) (spec §4.4), 1 − 2x = (−1, −1, 1).
     assert_close(&l.map(sigma), &[sigma(-0.95), sigma(-0.45), sigma(0.025)], 1e-15, "α = ∞");
@@ -481,7 +474,7 @@ fn categorical_matches_spec_4_5() {
     let s = t.space();
     let p = DlpProposal::new(1.0, None).unwrap();
     let (mut g, mut l, mut n) = ([0.0; 6], [0.0; 6], [0.0; 2]);
-    t.log_density_grad(&[0, 0], &mut g);
+    t.log_density_grad(&[0, 0], &mut g).unwrap();
     p.logits(s, &[0, 0], &g, &mut l, &mut n);
     assert_close(&l, &[0.0, -2.1, -1.55, 0.0, -1.45, -1.3], 1e-12, "logits at (0,0)");
     let pi = boltzmann(&t);
@@ -496,7 +489,7 @@ fn categorical_matches_spec_4_5() {
     let cf: Vec<f64> = (0..9)
         .map(|st| {
             s.state_of_index(st as u64, &mut x);
-            t.log_density_grad(&x, &mut g);
+            t.log_density_grad(&x, &mut g).unwrap();
             let z: f64 = (0..2)
                 .map(|i| {
                     let c = x[i] as usize;
@@ -525,7 +518,7 @@ fn categorical_row_constant_changes_nothing() {
     let p = DlpProposal::new(0.7, None).unwrap();
     let x = [1u32, 2];
     let mut g = [0.0; 6];
-    t.log_density_grad(&x, &mut g);
+    t.log_density_grad(&x, &mut g).unwrap();
     let mut g2 = g;
     for v in &mut g2[3..6] {
         *v += 17.25;
@@ -697,7 +690,7 @@ fn cached_values_equal_recomputed() {
             c.step(&mut rngs, &mut info);
             for j in 0..2 {
                 let x = &c.positions()[j * d..(j + 1) * d];
-                let f = t.log_density_grad(x, &mut g);
+                let f = t.log_density_grad(x, &mut g).unwrap();
                 assert_eq!(c.log_densities().unwrap()[j], f);
                 assert_eq!(&c.grads()[j * gl..(j + 1) * gl], &g[..]);
                 let z = k.proposal().logits(s, x, &g, &mut l, &mut n);
@@ -716,7 +709,7 @@ fn draw_log_probability_is_consistent() {
     let s = t.space();
     let p = DlpProposal::new(0.3, None).unwrap();
     let (mut g, mut l, mut n, mut y) = ([0.0; 6], [0.0; 6], [0.0; 2], [0u32; 2]);
-    t.log_density_grad(&[1, 0], &mut g);
+    t.log_density_grad(&[1, 0], &mut g).unwrap();
     let z = p.logits(s, &[1, 0], &g, &mut l, &mut n);
     let mut rng = chain_rng(0, 0);
     for _ in 0..200 {

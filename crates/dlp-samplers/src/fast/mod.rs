@@ -31,6 +31,7 @@
 //! [`Generic`] hides the capabilities so that the generic path can be forced (benchmarks
 //! and the tests that compare the two paths).
 
+use dlp_core::TargetExt;
 pub mod gwg_ising;
 pub mod gwg_potts;
 pub mod ising;
@@ -38,7 +39,8 @@ pub mod rbm;
 pub mod sum_tree;
 pub mod vexp;
 
-use dlp_core::{Batch, EvalError, Space, Target};
+use dlp_core::capability::Conditionals;
+use dlp_core::{Batch, Capabilities, EvalError, Space, Target};
 
 /// The flip threshold T = ⌊p·2⁶⁴⌋ (saturating at 2⁶⁴ − 1) split for the two-stage test:
 /// flip iff `r16 < hi`, or `r16 == hi` and `r48 < lo`, with r16, r48 uniform 16- and 48-bit
@@ -76,35 +78,14 @@ impl Threshold {
     }
 }
 
-/// A target that forwards everything except [`Target::capabilities`] (it declares none), so
-/// samplers take their generic path on it. Used to time and test the generic kernels against
-/// the fast ones.
+/// A target that forwards the evaluation, the data terms and the conditionals but no other
+/// capability (in particular no parameter view and no cheap flips), so samplers take their
+/// generic path on it. Used to time and test the generic kernels against the fast ones.
 pub struct Generic<'a>(pub &'a dyn Target);
 
 impl Target for Generic<'_> {
     fn space(&self) -> &Space {
         self.0.space()
-    }
-    fn log_density_batch(&self, xs: &[u32], out: &mut [f64]) {
-        self.0.log_density_batch(xs, out)
-    }
-    fn log_density_grad_batch(&self, xs: &[u32], log_density: &mut [f64], grad: &mut [f64]) {
-        self.0.log_density_grad_batch(xs, log_density, grad)
-    }
-    fn log_density(&self, x: &[u32]) -> f64 {
-        self.0.log_density(x)
-    }
-    fn log_density_grad(&self, x: &[u32], grad: &mut [f64]) -> f64 {
-        self.0.log_density_grad(x, grad)
-    }
-    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) {
-        self.0.coordinate_deltas(x, i, out)
-    }
-    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) {
-        self.0.flip_deltas(x, out)
-    }
-    fn n_data(&self) -> Option<usize> {
-        self.0.n_data()
     }
     fn evaluate(
         &self,
@@ -115,8 +96,19 @@ impl Target for Generic<'_> {
     ) -> Result<(), EvalError> {
         self.0.evaluate(xs, batch, log_density, grad)
     }
-    fn take_error(&self) -> Option<EvalError> {
-        self.0.take_error()
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities { n_data: self.0.n_data(), conditionals: Some(self), ..Capabilities::default() }
+    }
+}
+
+/// The inner target's differences (its own conditionals or evaluated ones), without its cheap
+/// single flips.
+impl Conditionals for Generic<'_> {
+    fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
+        self.0.coordinate_deltas(x, i, out)
+    }
+    fn flip_deltas(&self, x: &[u32], out: &mut [f64]) -> Result<(), EvalError> {
+        self.0.flip_deltas(x, out)
     }
 }
 

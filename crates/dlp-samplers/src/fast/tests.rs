@@ -70,7 +70,7 @@ fn check_flip_probabilities(chains: &IsingDlpChains, m: &IsingModel, proposal: &
     let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
     for s in 0..1u64 << d {
         let x = state_of(s, d);
-        dlp_core::Target::log_density_grad(m, &x, &mut g);
+        dlp_core::TargetExt::log_density_grad(m, &x, &mut g).unwrap();
         proposal.logits(space, &x, &g, &mut l, &mut z);
         let fast = chains.flip_probabilities(&x);
         for i in 0..d {
@@ -85,10 +85,10 @@ fn generic_ratio(m: &IsingModel, proposal: &DlpProposal, x: &[u32], y: &[u32]) -
     let d = x.len();
     let space = dlp_core::Target::space(m);
     let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    let fx = dlp_core::Target::log_density_grad(m, x, &mut g);
+    let fx = dlp_core::TargetExt::log_density_grad(m, x, &mut g).unwrap();
     let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
     let fwd = proposal.log_prob(space, x, y, &l, lzx);
-    let fy = dlp_core::Target::log_density_grad(m, y, &mut g);
+    let fy = dlp_core::TargetExt::log_density_grad(m, y, &mut g).unwrap();
     let lzy = proposal.logits(space, y, &g, &mut l, &mut z);
     let rev = proposal.log_prob(space, y, x, &l, lzy);
     log_accept_ratio(fx, fy, fwd, rev)
@@ -256,7 +256,7 @@ fn log_densities_and_positions_follow_the_state() {
                 c.step(&mut rngs, &mut info);
                 let f = c.log_densities().unwrap().to_vec();
                 for (j, y) in c.positions().chunks(d).enumerate() {
-                    let want = dlp_core::Target::log_density(&m, y);
+                    let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
                     assert!((f[j] - want).abs() < 1e-9, "{name} {}: f {} vs {want}", s.name(), f[j]);
                 }
             }
@@ -380,7 +380,7 @@ fn lazy_dula_positions_equal_eagerly_read_positions() {
                 assert_eq!(lazy.positions(), &seen[..], "{name} step {t}: second read");
                 let f = lazy.log_densities().unwrap();
                 for (j, y) in seen.chunks(d).enumerate() {
-                    let want = dlp_core::Target::log_density(&m, y);
+                    let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
                     assert!((f[j] - want).abs() < 1e-9, "{name} step {t}: f {} vs {want}", f[j]);
                 }
             }
@@ -413,7 +413,7 @@ fn dmala_flip_set_caches_stay_equal_to_a_recomputation() {
                 assert!(c.caches_consistent(), "{name} α={alpha} step {t}");
                 let f = dlp_core::Chains::log_densities(&c).unwrap().to_vec();
                 for (j, y) in dlp_core::Chains::positions(&c).chunks(d).enumerate() {
-                    let want = dlp_core::Target::log_density(&m, y);
+                    let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
                     assert!((f[j] - want).abs() < 1e-9, "{name} α={alpha} step {t}: f {} vs {want}", f[j]);
                 }
             }
@@ -559,7 +559,7 @@ fn gwg_sum_tree_moves_and_ratios_equal_the_generic_kernel() {
             let mut fast = GwgIsingChains::new(&view, 2, &x).unwrap();
             let fast_lq = fast.move_log_probs(0);
             let mut g = vec![0.0; d];
-            let f_x = m.log_density_grad(&x, &mut g);
+            let f_x = m.log_density_grad(&x, &mut g).unwrap();
             assert!((fast.log_densities().unwrap()[0] - f_x).abs() < 1e-12, "{name}: f");
             let mut lq = vec![0.0; 2 * d];
             move_log_probs(&space, &x, &g, &mut lq);
@@ -571,7 +571,7 @@ fn gwg_sum_tree_moves_and_ratios_equal_the_generic_kernel() {
                 let mut y = vec![0; d];
                 crate::gwg::apply_moves(2, &x, &moves, &mut y);
                 let mut gy = vec![0.0; d];
-                let f_y = m.log_density_grad(&y, &mut gy);
+                let f_y = m.log_density_grad(&y, &mut gy).unwrap();
                 let mut lq_y = vec![0.0; 2 * d];
                 move_log_probs(&space, &y, &gy, &mut lq_y);
                 gwg_ratio(f_x, f_y, &lq, &lq_y, 2, &x, &moves)
@@ -629,7 +629,7 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
                 }
             }
             for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
-                assert!((m.log_density(y) - f).abs() < 1e-9, "{name} gwg-{k}: cached f");
+                assert!((m.log_density(y).unwrap() - f).abs() < 1e-9, "{name} gwg-{k}: cached f");
             }
         }
     }
@@ -710,7 +710,7 @@ fn gwg_potts_sum_tree_moves_and_ratios_equal_the_generic_kernel() {
             space.state_of_index(s, &mut x);
             let mut fast = GwgPottsChains::new(&view, &x).unwrap();
             let mut g = vec![0.0; d * k];
-            let f_x = m.log_density_grad(&x, &mut g);
+            let f_x = m.log_density_grad(&x, &mut g).unwrap();
             assert!((fast.log_densities().unwrap()[0] - f_x).abs() < 1e-12, "{name}: f");
             let mut lq = vec![0.0; d * k];
             move_log_probs(&space, &x, &g, &mut lq);
@@ -728,7 +728,7 @@ fn gwg_potts_sum_tree_moves_and_ratios_equal_the_generic_kernel() {
                 let mut y = vec![0; d];
                 crate::gwg::apply_moves(k, &x, &[mv], &mut y);
                 let mut gy = vec![0.0; d * k];
-                let f_y = m.log_density_grad(&y, &mut gy);
+                let f_y = m.log_density_grad(&y, &mut gy).unwrap();
                 let mut lq_y = vec![0.0; d * k];
                 move_log_probs(&space, &y, &gy, &mut lq_y);
                 let want = gwg_ratio(f_x, f_y, &lq, &lq_y, k, &x, &[mv]);
@@ -767,7 +767,7 @@ fn gwg_potts_sum_tree_chains_follow_the_generic_chains_step_by_step() {
             }
         }
         for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
-            assert!((dlp_core::Target::log_density(&m, y) - f).abs() < 1e-9, "{name}: cached f");
+            assert!((dlp_core::TargetExt::log_density(&m, y).unwrap() - f).abs() < 1e-9, "{name}: cached f");
         }
     }
 }
@@ -785,7 +785,7 @@ fn dlmc_lattice_kernel_equals_the_generic_dlmc() {
             let chains = IsingDlpChains::dlmc(dlp_core::Target::space(&m), &view, h, true, &vec![0; d]).unwrap();
             let laws = |x: &[u32]| {
                 let mut g = vec![0.0; d];
-                let f = dlp_core::Target::log_density_grad(&m, x, &mut g);
+                let f = dlp_core::TargetExt::log_density_grad(&m, x, &mut g).unwrap();
                 let (mut lp, mut lk) = (vec![0.0; d], vec![0.0; d]);
                 flip_log_probs(h, x, &g, &mut lp, &mut lk);
                 (f, lp, lk)
