@@ -20,7 +20,7 @@ mod rbm;
 
 pub use rbm::RbmView;
 
-use crate::target::EvalError;
+use crate::error::EvalError;
 
 /// The capabilities one target declares; every field is optional.
 #[derive(Clone, Copy, Default)]

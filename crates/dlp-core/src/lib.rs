@@ -31,6 +31,7 @@ pub mod capability;
 pub mod continuous;
 pub mod diagnostics;
 pub mod draw;
+pub mod error;
 pub mod io;
 pub mod lift;
 pub mod math;

@@ -233,7 +233,7 @@ pub fn run_tasks<'t, X, O, F>(
     steps: usize,
     options: &RunOptions,
     start: &(dyn Fn(&[X]) -> Result<Box<dyn Chains<X> + 't>, SamplerError> + Sync),
-    check: &(dyn Fn() -> Option<crate::target::EvalError> + Sync),
+    check: &(dyn Fn() -> Option<crate::error::EvalError> + Sync),
     make_observer: F,
 ) -> Result<RunOutput<O, X>, SamplerError>
 where

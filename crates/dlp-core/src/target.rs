@@ -3,6 +3,7 @@
 
 use crate::capability::{Capabilities, Conditionals};
 use crate::space::Space;
+pub use crate::error::EvalError;
 use serde::{Deserialize, Serialize};
 
 /// A distribution π(x) ∝ exp(f(x)) on a finite [`Space`], with f extended to a
@@ -298,31 +299,6 @@ impl BatchScaling {
             BatchScaling::MeanTimes { c } => c / b as f64,
         }
     }
-}
-
-/// An evaluation that could not be done. Ends the run with this line (CLI: exit 1 for a
-/// device failure, 2 for a request the model cannot serve).
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
-pub enum EvalError {
-    /// A minibatch was asked of a model that has no data terms.
-    #[error("the model is not a sum over data items (it has no minibatch estimates)")]
-    NoData,
-    /// A minibatch item index is out of range.
-    #[error("minibatch item {index} is outside 0..{n_data}")]
-    BadItem {
-        /// The offending index.
-        index: usize,
-        /// N.
-        n_data: usize,
-    },
-    /// The device that evaluates the model failed (out of memory, lost device, kernel error).
-    #[error("device error on {device}: {message}")]
-    Device {
-        /// The device, e.g. `cpu` or `cuda:0`.
-        device: String,
-        /// What the device library said.
-        message: String,
-    },
 }
 
 #[cfg(test)]
