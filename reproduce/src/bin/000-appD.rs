@@ -146,7 +146,7 @@ fn run(args: Args) -> Result<()> {
     let refs = vec![RefLine { label: "gt vs gt".into(), y: gt.floor.ln() }];
     let figure = Figure {
         caption: format!(
-            "App. D: RBM 784x{} ({data_set:?}), {chains} chains; α = ∞ plotted at log10 α = {top}",
+            "App. D: RBM 784x{} ({data_set:?}), {chains} chains; α = ∞ plotted at log10 α = {top:.2}",
             params.m
         ),
         labels,
