@@ -479,6 +479,21 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn infinite_step_size_rows_match_the_generic_exact_rows() {
+        // α = ∞ (the App. D ablation, flip probability σ(½ g_i (1 − 2x_i)); `000-appD` runs it
+        // through this path): the same check as above, 4 rows × ≤ 8 states × 2 samplers, so
+        // the family-wise false-failure rate is < 4e−5. The generic α = ∞ row is checked
+        // against the spec's numbers in `dlp::tests`.
+        let r = tiny_rbm(DomainKind::Binary);
+        let inf = f64::INFINITY;
+        for (sampler, seed) in [(DlpSampler::dula(inf).unwrap(), 101), (DlpSampler::dmala(inf).unwrap(), 102)] {
+            for x in [[0, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 1]] {
+                empirical_check(&sampler, &r, &x, 40_000, seed + 10 * x.iter().sum::<u32>() as u64);
+            }
+        }
+    }
+
     /// A d × m RBM with weights and biases uniform in (−1, 1) from a fixed LCG (tests only).
     pub(crate) fn random_rbm(dom: DomainKind, d: usize, m: usize, seed: u64) -> Rbm {
         let mut st = seed;
