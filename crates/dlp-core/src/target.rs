@@ -2,8 +2,8 @@
 //! its conveniences ([`TargetExt`]) and the row-at-a-time form of CPU models ([`RowTarget`]).
 
 use crate::capability::{Capabilities, Conditionals};
-use crate::space::Space;
 pub use crate::error::EvalError;
+use crate::space::Space;
 use serde::{Deserialize, Serialize};
 
 /// A distribution π(x) ∝ exp(f(x)) on a finite [`Space`], with f extended to a

@@ -17,8 +17,8 @@
 
 use candle_core::{DType, Device, Tensor};
 use dlp_core::rng::{chain_rngs, derive_seed, setup_rng};
-use dlp_tensor::ebm::{Params, ResNetConfig, ResNetEbm};
 use dlp_core::{Batch, Sampler, StepInfo};
+use dlp_tensor::ebm::{Params, ResNetConfig, ResNetEbm};
 use rand::RngExt;
 use std::collections::HashMap;
 use std::path::Path;
