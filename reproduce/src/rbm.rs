@@ -136,3 +136,114 @@ pub fn mmd_rows(spec: &SamplerSpec, curve: &[MmdPoint]) -> Vec<Vec<String>> {
         })
         .collect()
 }
+
+/// Where the training images of the MNIST-RBM experiments come from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub enum DataSet {
+    /// MNIST from `data/cache/mnist.dlpd` (`just data mnist`).
+    Mnist,
+    /// The seeded synthetic stand-in of `dlp-data` (no download).
+    Synthetic,
+}
+
+/// The flags the MNIST-RBM experiments (fig4, 000-appD) share: the data, the RBM, the ground
+/// truth and the chains per sampler.
+#[derive(clap::Args, Debug)]
+pub struct RbmArgs {
+    /// A trained RBM (dlp.model.v1, kind rbm, binary, d = 784) to reuse instead of training one.
+    #[arg(long)]
+    pub rbm: Option<std::path::PathBuf>,
+    /// Training data [default: mnist (`just data mnist`); --quick: synthetic].
+    #[arg(long, value_enum)]
+    pub data: Option<DataSet>,
+    /// Hidden units [default: 500; --quick: 50].
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    /// Training images used (the first n after binarisation) [default: all; --quick: 2000].
+    #[arg(long)]
+    pub train_items: Option<usize>,
+    /// Ground-truth block-Gibbs chains: the first `--reference` are the reference set, the
+    /// rest give the "gt vs gt" floor [default: 600; --quick: 120].
+    #[arg(long)]
+    pub gt_chains: Option<usize>,
+    /// Block-Gibbs steps of the ground truth [default: 10000; --quick: 200].
+    #[arg(long)]
+    pub gt_steps: Option<usize>,
+    /// Reference samples (the first rows of the ground truth) [default: 500; --quick: 100].
+    #[arg(long)]
+    pub reference: Option<usize>,
+    /// Chains per sampler [default: 100; --quick: 20].
+    #[arg(long)]
+    pub chains: Option<usize>,
+}
+
+/// What [`RbmArgs`] resolve to, defaults and `--quick` applied and checked.
+#[derive(Clone, Copy, Debug)]
+pub struct RbmSizes {
+    /// The training data.
+    pub data_set: DataSet,
+    /// Hidden units.
+    pub hidden: usize,
+    /// Ground-truth chains.
+    pub gt_chains: usize,
+    /// Ground-truth steps.
+    pub gt_steps: usize,
+    /// Reference samples.
+    pub n_ref: usize,
+    /// Chains per sampler.
+    pub chains: usize,
+}
+
+impl RbmArgs {
+    /// The sizes, or one line naming the flag that is out of range.
+    pub fn sizes(&self, c: &crate::CommonArgs) -> Result<RbmSizes> {
+        let s = RbmSizes {
+            data_set: c.pick(self.data, DataSet::Mnist, DataSet::Synthetic),
+            hidden: c.pick(self.hidden, 500, 50),
+            gt_chains: c.pick(self.gt_chains, 600, 120),
+            gt_steps: c.pick(self.gt_steps, 10_000, 200),
+            n_ref: c.pick(self.reference, 500, 100),
+            chains: c.pick(self.chains, 100, 20),
+        };
+        if s.chains < 2 || s.hidden == 0 {
+            bail!("need --chains ≥ 2 and --hidden ≥ 1");
+        }
+        if s.n_ref < 2 || s.gt_chains < s.n_ref + 2 {
+            bail!("--gt-chains ({}) must exceed --reference ({}) by at least 2", s.gt_chains, s.n_ref);
+        }
+        Ok(s)
+    }
+
+    /// The binarised training pixels (x > 0.5; the first `--train-items` images) and their
+    /// means, d = 784.
+    pub fn training_bits(&self, data_set: DataSet, quick: bool, seed: u64) -> Result<(Vec<u32>, Vec<f64>)> {
+        let images = match data_set {
+            DataSet::Mnist => {
+                dlp_data::Mnist::load_default().context("MNIST (use --data synthetic to run without it)")?.train_images
+            }
+            DataSet::Synthetic => dlp_data::synthetic_digits(if quick { 2_000 } else { 60_000 }, seed).0,
+        };
+        let (mut bits, d) = (dlp_data::binarize(&images), 784);
+        if let Some(n) = self.train_items {
+            bits.truncate(n.min(bits.len() / d) * d);
+        }
+        let means = dlp_data::pixel_means(&bits, d);
+        Ok((bits, means))
+    }
+
+    /// The RBM: loaded from `--rbm`, or trained here by CD-`cd_k` ([`train_rbm`]) with its
+    /// training seconds.
+    pub fn rbm_params(
+        &self,
+        run: &Run,
+        (bits, means): (&[u32], &[f64]),
+        hidden: usize,
+        cd_k: usize,
+        threads: usize,
+    ) -> Result<(RbmParams, Option<f64>)> {
+        match &self.rbm {
+            Some(path) => Ok((load_rbm(path, 784)?, None)),
+            None => train_rbm(run, bits, means, hidden, cd_k, threads).map(|(p, s)| (p, Some(s))),
+        }
+    }
+}

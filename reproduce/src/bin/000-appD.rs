@@ -11,13 +11,12 @@
 //! `inf` (`DlpProposal` documents it as this ablation). Files: `results/000-appD/{rbm.json,
 //! mmd.csv, samplers.csv, summary.json, 000-appD.{svg,png}, meta.json}`.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_core::{DomainKind, RunOptions, run_chains};
-use dlp_data::{Mnist, binarize, pixel_means, synthetic_digits};
 use dlp_models::Rbm;
 use dlp_reproduce::observe::Snapshots;
-use dlp_reproduce::rbm::{ground_truth, load_rbm, mmd_curve, mmd_rows, train_rbm};
+use dlp_reproduce::rbm::{RbmArgs, RbmSizes, ground_truth, mmd_curve, mmd_rows};
 use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series, parse_samplers};
 use serde_json::json;
 
@@ -30,31 +29,8 @@ const DEFAULT_SAMPLERS: &str = "dmala@0.1,dmala@0.2,dmala@0.5,dmala@1,dmala@2,dm
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// A trained RBM (dlp.model.v1, kind rbm, binary, d = 784) instead of training one.
-    #[arg(long)]
-    rbm: Option<std::path::PathBuf>,
-    /// Training data [default: mnist (`just data mnist`); --quick: synthetic].
-    #[arg(long, value_enum)]
-    data: Option<DataSet>,
-    /// Hidden units [default: 500; --quick: 50].
-    #[arg(long)]
-    hidden: Option<usize>,
-    /// Training images used (the first n) [default: all; --quick: 2000].
-    #[arg(long)]
-    train_items: Option<usize>,
-    /// Ground-truth block-Gibbs chains (the first `--reference` are the reference set)
-    /// [default: 600; --quick: 120].
-    #[arg(long)]
-    gt_chains: Option<usize>,
-    /// Ground-truth block-Gibbs steps [default: 10000; --quick: 200].
-    #[arg(long)]
-    gt_steps: Option<usize>,
-    /// Reference samples [default: 500; --quick: 100].
-    #[arg(long)]
-    reference: Option<usize>,
-    /// Chains per sampler [default: 100; --quick: 20].
-    #[arg(long)]
-    chains: Option<usize>,
+    #[command(flatten)]
+    rbm: RbmArgs,
     /// Steps per sampler [default: 2000; --quick: 100].
     #[arg(long)]
     steps: Option<usize>,
@@ -66,27 +42,16 @@ struct Args {
     samplers: String,
 }
 
-/// Where the training images come from.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, serde::Serialize)]
-enum DataSet {
-    /// MNIST from `data/cache/mnist.dlpd` (`just data mnist`).
-    Mnist,
-    /// The seeded synthetic stand-in of `dlp-data` (no download).
-    Synthetic,
-}
-
 fn main() {
     dlp_reproduce::main_with(run);
 }
 
 fn run(args: Args) -> Result<()> {
     let c = &args.common;
-    let data_set = c.pick(args.data, DataSet::Mnist, DataSet::Synthetic);
-    let (hidden, gt_chains) = (c.pick(args.hidden, 500, 50), c.pick(args.gt_chains, 600, 120));
-    let (gt_steps, n_ref) = (c.pick(args.gt_steps, 10_000, 200), c.pick(args.reference, 500, 100));
-    let (chains, steps, every) = (c.pick(args.chains, 100, 20), c.pick(args.steps, 2_000, 100), args.every);
-    if every == 0 || steps < every || chains < 2 || hidden == 0 || n_ref < 2 || gt_chains < n_ref + 2 {
-        bail!("need --every ≥ 1, --steps ≥ --every, --chains ≥ 2, --hidden ≥ 1, --gt-chains ≥ --reference + 2");
+    let RbmSizes { data_set, hidden, gt_chains, gt_steps, n_ref, chains } = args.rbm.sizes(c)?;
+    let (steps, every) = (c.pick(args.steps, 2_000, 100), args.every);
+    if every == 0 || steps < every {
+        bail!("need --every ≥ 1 and --steps ≥ --every");
     }
     let samplers = parse_samplers(&args.samplers)?;
     for s in &samplers {
@@ -94,17 +59,8 @@ fn run(args: Args) -> Result<()> {
     }
     let run = Run::start("000-appD", c)?;
     let (seed, threads, d) = (run.seed(), rayon::current_num_threads(), 784);
-    let images = match data_set {
-        DataSet::Mnist => Mnist::load_default().context("MNIST (use --data synthetic to run without it)")?.train_images,
-        DataSet::Synthetic => synthetic_digits(if c.quick { 2_000 } else { 60_000 }, seed).0,
-    };
-    let mut bits = binarize(&images);
-    bits.truncate(args.train_items.map_or(bits.len(), |n| n.min(bits.len() / d) * d));
-    let means = pixel_means(&bits, d);
-    let (params, train_seconds) = match &args.rbm {
-        Some(path) => (load_rbm(path, d)?, None),
-        None => train_rbm(&run, &bits, &means, hidden, 10, threads).map(|(p, s)| (p, Some(s)))?,
-    };
+    let (bits, means) = args.rbm.training_bits(data_set, c.quick, seed)?;
+    let (params, train_seconds) = args.rbm.rbm_params(&run, (&bits, &means), hidden, 10, threads)?;
     let rbm = Rbm::new(DomainKind::Binary, d, params.m, params.w.clone(), params.b.clone(), params.c.clone())?;
     let gt = ground_truth(&run, &params, &means, (gt_chains, gt_steps, n_ref), chains, threads);
     println!("000-appD: {data_set:?} RBM 784x{}, gt-vs-gt log MMD² = {:.3}", params.m, gt.floor.ln());
@@ -168,7 +124,7 @@ fn run(args: Args) -> Result<()> {
         &json!({
             "schema": "dlp.reproduce.000-appD.v1",
             "data": data_set, "hidden": params.m, "train_seconds": train_seconds,
-            "rbm": args.rbm.as_ref().map(|p| p.display().to_string()),
+            "rbm": args.rbm.rbm.as_ref().map(|p| p.display().to_string()),
             "ground_truth": {"chains": gt_chains, "steps": gt_steps, "reference": n_ref, "log_mmd2_floor": gt.floor.ln()},
             "chains": chains, "steps": steps, "samplers": summary,
             "paper": {"dmala_acceptance": "≈ 0.5 (code comment, spec §3.3; the App. D values are lost)", "ablation_acceptance": "lost ('very low')"},
@@ -182,5 +138,5 @@ fn run(args: Args) -> Result<()> {
     )?;
     run.finish(&json!({"data": data_set, "hidden": params.m, "gt_chains": gt_chains, "gt_steps": gt_steps,
         "reference": n_ref, "chains": chains, "steps": steps, "every": every, "samplers": args.samplers,
-        "rbm": args.rbm.as_ref().map(|p| p.display().to_string())}))
+        "rbm": args.rbm.rbm.as_ref().map(|p| p.display().to_string())}))
 }

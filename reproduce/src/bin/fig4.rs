@@ -9,13 +9,12 @@
 //! fig4.{svg,png}, fig8_<sampler>.png, meta.json}`. `--quick` uses the synthetic stand-in of
 //! `dlp-data` and a small RBM.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_core::{DomainKind, RunOptions, run_chains};
-use dlp_data::{Mnist, binarize, pixel_means, synthetic_digits};
 use dlp_models::Rbm;
 use dlp_reproduce::observe::Snapshots;
-use dlp_reproduce::rbm::{MmdPoint, ground_truth, load_rbm, mmd_curve, mmd_rows, train_rbm};
+use dlp_reproduce::rbm::{MmdPoint, RbmArgs, RbmSizes, ground_truth, mmd_curve, mmd_rows};
 use dlp_reproduce::{CommonArgs, Figure, Panel, RefLine, Run, Series, parse_samplers};
 use serde_json::json;
 
@@ -28,34 +27,11 @@ const DEFAULT_SAMPLERS: &str = "bg-1,hb-10-1,gwg,dmala@0.2,dula@0.1";
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// A trained RBM (dlp.model.v1, kind rbm, binary) to reuse instead of training.
-    #[arg(long)]
-    rbm: Option<std::path::PathBuf>,
-    /// Training data [default: mnist; --quick: synthetic].
-    #[arg(long, value_enum)]
-    data: Option<DataSet>,
-    /// Hidden units [default: 500; --quick: 50].
-    #[arg(long)]
-    hidden: Option<usize>,
-    /// Training images used (the first n after binarisation) [default: all; --quick: 2000].
-    #[arg(long)]
-    train_items: Option<usize>,
+    #[command(flatten)]
+    rbm: RbmArgs,
     /// CD steps per update.
     #[arg(long, default_value_t = 10)]
     cd_k: usize,
-    /// Ground-truth chains: the first 500 are the reference set, the rest give the
-    /// "gt vs gt" floor [default: 600; --quick: 120].
-    #[arg(long)]
-    gt_chains: Option<usize>,
-    /// Block-Gibbs steps of the ground truth [default: 10000; --quick: 200].
-    #[arg(long)]
-    gt_steps: Option<usize>,
-    /// Reference samples (the first rows of the ground truth) [default: 500; --quick: 100].
-    #[arg(long)]
-    reference: Option<usize>,
-    /// Chains per sampler [default: 100; --quick: 20].
-    #[arg(long)]
-    chains: Option<usize>,
     /// Steps per sampler [default: 5000; --quick: 100].
     #[arg(long)]
     steps: Option<usize>,
@@ -67,30 +43,16 @@ struct Args {
     samplers: String,
 }
 
-/// Where the training images come from.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, serde::Serialize)]
-enum DataSet {
-    /// MNIST from `data/cache/mnist.dlpd` (`just data mnist`).
-    Mnist,
-    /// The seeded synthetic stand-in of `dlp-data` (no download).
-    Synthetic,
-}
-
 fn main() {
     dlp_reproduce::main_with(run);
 }
 
 fn run(args: Args) -> Result<()> {
     let (c, quick) = (&args.common, args.common.quick);
-    let data_set = c.pick(args.data, DataSet::Mnist, DataSet::Synthetic);
-    let (hidden, gt_chains) = (c.pick(args.hidden, 500, 50), c.pick(args.gt_chains, 600, 120));
-    let (gt_steps, n_ref) = (c.pick(args.gt_steps, 10_000, 200), c.pick(args.reference, 500, 100));
-    let (chains, steps, every) = (c.pick(args.chains, 100, 20), c.pick(args.steps, 5_000, 100), args.every);
-    if every == 0 || steps < every || chains < 2 || hidden == 0 {
-        bail!("need --every ≥ 1, --steps ≥ --every, --chains ≥ 2 and --hidden ≥ 1");
-    }
-    if n_ref < 2 || gt_chains < n_ref + 2 {
-        bail!("--gt-chains ({gt_chains}) must exceed --reference ({n_ref}) by at least 2");
+    let RbmSizes { data_set, hidden, gt_chains, gt_steps, n_ref, chains } = args.rbm.sizes(c)?;
+    let (steps, every) = (c.pick(args.steps, 5_000, 100), args.every);
+    if every == 0 || steps < every {
+        bail!("need --every ≥ 1 and --steps ≥ --every");
     }
     let samplers = parse_samplers(&args.samplers)?;
     // Check every sampler name before any expensive work.
@@ -102,16 +64,8 @@ fn run(args: Args) -> Result<()> {
     let threads = rayon::current_num_threads();
 
     // Data: binarised pixels x > 0.5 and their means.
-    let images = match data_set {
-        DataSet::Mnist => Mnist::load_default().context("MNIST (use --data synthetic to run without it)")?.train_images,
-        DataSet::Synthetic => synthetic_digits(if quick { 2_000 } else { 60_000 }, seed).0,
-    };
-    let mut bits = binarize(&images);
     let d = 784;
-    if let Some(n) = args.train_items {
-        bits.truncate(n.min(bits.len() / d) * d);
-    }
-    let means = pixel_means(&bits, d);
+    let (bits, means) = args.rbm.training_bits(data_set, quick, seed)?;
     println!(
         "fig4: {data_set:?} data, {} images, mean ink {:.4}",
         bits.len() / d,
@@ -119,10 +73,7 @@ fn run(args: Args) -> Result<()> {
     );
 
     // The RBM: trained here (CD-k, Adam, §3.3) or loaded.
-    let (params, train_seconds) = match &args.rbm {
-        Some(path) => (load_rbm(path, d)?, None),
-        None => train_rbm(&run, &bits, &means, hidden, args.cd_k, threads).map(|(p, s)| (p, Some(s)))?,
-    };
+    let (params, train_seconds) = args.rbm.rbm_params(&run, (&bits, &means), hidden, args.cd_k, threads)?;
     let rbm = Rbm::new(DomainKind::Binary, d, params.m, params.w.clone(), params.b.clone(), params.c.clone())?;
     let gt = ground_truth(&run, &params, &means, (gt_chains, gt_steps, n_ref), chains, threads);
     println!(
@@ -178,7 +129,7 @@ fn run(args: Args) -> Result<()> {
         "summary.json",
         &json!({
             "data": data_set, "hidden": params.m, "train_seconds": train_seconds,
-            "rbm": args.rbm.as_ref().map(|p| p.display().to_string()),
+            "rbm": args.rbm.rbm.as_ref().map(|p| p.display().to_string()),
             "ground_truth": {"chains": gt_chains, "steps": gt_steps, "reference": n_ref, "seconds": gt.seconds, "log_mmd2_floor": gt.floor.ln()},
             "chains": chains, "steps": steps, "every": every, "threads": threads,
             "samplers": summary,
@@ -187,6 +138,6 @@ fn run(args: Args) -> Result<()> {
     run.finish(&json!({
         "data": data_set, "hidden": params.m, "cd_k": args.cd_k, "gt_chains": gt_chains, "gt_steps": gt_steps,
         "reference": n_ref, "chains": chains, "steps": steps, "every": every, "samplers": args.samplers,
-        "rbm": args.rbm.as_ref().map(|p| p.display().to_string()),
+        "rbm": args.rbm.rbm.as_ref().map(|p| p.display().to_string()),
     }))
 }
