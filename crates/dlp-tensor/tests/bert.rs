@@ -322,3 +322,18 @@ fn masked_rows_only_last_layer_equals_the_whole_forward() {
         }
     }
 }
+
+/// A bad checkpoint file is named once, after one "bad checkpoint:" (the loader used to wrap
+/// the reader's own error: "bad checkpoint: DIR/config.json: bad checkpoint: config.json: …").
+#[test]
+fn a_bad_checkpoint_file_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.json"), "{}").unwrap();
+    std::fs::write(dir.path().join("vocab.txt"), "[PAD]\n[MASK]\n").unwrap();
+    let e =
+        dlp_tensor::bert::BertMlm::load(dir.path(), &dlp_tensor::Device::Cpu).err().expect("a bad config").to_string();
+    let want = format!("bad checkpoint: {}: missing field", dir.path().join("config.json").display());
+    assert!(e.starts_with(&want), "{e}");
+    assert_eq!(e.matches("bad checkpoint").count(), 1, "{e}");
+    assert_eq!(e.matches("config.json").count(), 1, "{e}");
+}

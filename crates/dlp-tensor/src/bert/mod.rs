@@ -269,10 +269,8 @@ impl BertMlm {
             let p = dir.join(name);
             std::fs::read_to_string(&p).map_err(|e| Error::Checkpoint(format!("{}: {e}", p.display())))
         };
-        let cfg = BertConfig::from_json(&read("config.json")?)
-            .map_err(|e| Error::Checkpoint(format!("{}: {e}", dir.join("config.json").display())))?;
-        let vocab = Vocab::from_text(&read("vocab.txt")?)
-            .map_err(|e| Error::Checkpoint(format!("{}: {e}", dir.join("vocab.txt").display())))?;
+        let cfg = BertConfig::from_json(&read("config.json")?).map_err(|e| at(&dir.join("config.json"), e))?;
+        let vocab = Vocab::from_text(&read("vocab.txt")?).map_err(|e| at(&dir.join("vocab.txt"), e))?;
         if vocab.len() != cfg.vocab_size {
             return Err(Error::Checkpoint(format!(
                 "{} has {} tokens but config.json says vocab_size = {}",
@@ -297,7 +295,7 @@ impl BertMlm {
             )));
         };
         let vb = vb.map_err(|e| Error::Checkpoint(format!("{}: {}", file.display(), crate::candle_message(&e))))?;
-        let model = Self::new(&cfg, vb).map_err(|e| Error::Checkpoint(format!("{}: {e}", file.display())))?;
+        let model = Self::new(&cfg, vb).map_err(|e| at(&file, e))?;
         Ok((model, vocab))
     }
 
@@ -675,4 +673,16 @@ impl candle_core::CustomOp2 for LayerNormInputGrad {
         }
         Ok((back_to(s1, dx), l1.shape().clone()))
     }
+}
+
+/// `e` as a checkpoint error at `path`: its message after the path, once — without a second
+/// "bad checkpoint:" or a repeated file name (the readers' own messages start with the name).
+fn at(path: &Path, e: Error) -> Error {
+    let m = match e {
+        Error::Checkpoint(m) => m,
+        other => other.to_string(),
+    };
+    let name = path.file_name().map(|n| format!("{}: ", n.to_string_lossy())).unwrap_or_default();
+    let m = m.strip_prefix(&name).unwrap_or(&m);
+    Error::Checkpoint(format!("{}: {m}", path.display()))
 }
