@@ -330,8 +330,10 @@ fn a_bad_checkpoint_file_is_named_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.json"), "{}").unwrap();
     std::fs::write(dir.path().join("vocab.txt"), "[PAD]\n[MASK]\n").unwrap();
-    let e =
-        dlp_tensor::bert::BertMlm::load(dir.path(), &dlp_tensor::Device::Cpu).err().expect("a bad config").to_string();
+    let Err(e) = dlp_tensor::bert::BertMlm::load(dir.path(), &dlp_tensor::Device::Cpu) else {
+        panic!("a config without fields loaded");
+    };
+    let e = e.to_string();
     let want = format!("bad checkpoint: {}: missing field", dir.path().join("config.json").display());
     assert!(e.starts_with(&want), "{e}");
     assert_eq!(e.matches("bad checkpoint").count(), 1, "{e}");
