@@ -3,23 +3,9 @@
 //! output (DMALA's acceptance collapses without the distance term, α = ∞), DULA's flips at
 //! α = ∞, and a bad flag refused with one line and no output.
 
-use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
+mod appendix;
 
-fn run(bin: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(bin).args(["--quick", "--seed", "3", "--out"]).arg(out).args(extra).output().unwrap()
-}
-
-fn summary(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
-}
-
-fn has_files(out: &Path, files: &[&str]) {
-    for f in files {
-        assert!(out.join(f).is_file(), "missing {f}");
-    }
-}
+use appendix::{has_files, run, summary};
 
 #[test]
 fn app_d_acceptance_collapses_without_the_distance_term() {

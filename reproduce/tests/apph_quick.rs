@@ -3,23 +3,9 @@
 //! than one log unit, for DMALA and DULA), the exact means against a direct sum written here,
 //! and a bad flag refused with one line and no output.
 
-use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
+mod appendix;
 
-fn run(bin: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(bin).args(["--quick", "--seed", "3", "--out"]).arg(out).args(extra).output().unwrap()
-}
-
-fn summary(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
-}
-
-fn has_files(out: &Path, files: &[&str]) {
-    for f in files {
-        assert!(out.join(f).is_file(), "missing {f}");
-    }
-}
+use appendix::{has_files, run, summary};
 
 #[test]
 fn app_h_preconditioning_beats_every_common_step_size_on_the_quadratic_stand_in() {
