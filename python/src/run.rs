@@ -110,6 +110,7 @@ pub fn sample<'py>(
         step_size_min,
         preconditioner,
         batch_size,
+        ladder: None,
         chains,
         steps,
         burn_in: (burn_in > 0).then_some(burn_in),

@@ -212,6 +212,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                     step_size_min: None,
                     preconditioner: None,
                     batch_size: None,
+                    ladder: None,
                     chains: args.chains,
                     steps: args.steps,
                     burn_in: None,

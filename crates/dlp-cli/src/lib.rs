@@ -93,6 +93,10 @@ pub struct ModelSamplerArgs {
     /// `--step-size auto` it is tuned in the warm-up too.
     #[arg(long, allow_negative_numbers = true)]
     pub step_size_min: Option<f64>,
+    /// Inverse temperatures 1 = β₁ > … > β_K > 0 of parallel tempering (`pt-<K>:<inner>`);
+    /// `dlp sample` adapts them toward equal swap rates when none are given.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_name = "B1,B2,…")]
+    pub ladder: Option<Vec<f64>>,
 }
 
 impl ModelSamplerArgs {
@@ -123,6 +127,7 @@ impl ModelSamplerArgs {
             preconditioner: self.preconditioner.clone(),
             batch_size,
             step_size_min: self.step_size_min,
+            ladder: self.ladder.clone(),
         }
     }
 

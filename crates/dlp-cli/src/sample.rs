@@ -85,6 +85,7 @@ fn request(args: &Args) -> Request {
         step_size_min: run.step_size_min,
         preconditioner: run.preconditioner.clone(),
         batch_size: args.batch_size,
+        ladder: run.ladder.clone(),
         chains: args.chains,
         steps: args.steps,
         burn_in: args.burn_in,
@@ -122,10 +123,21 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let sampler = &args.run.sampler;
     let report = |a: &dlp_session::Adaptation| {
         if !args.quiet {
-            let min = a.step_size_min.map(|m| format!(", α_min {m:.6}")).unwrap_or_default();
+            let mut what: Vec<String> = Vec::new();
+            if let Some(alpha) = a.step_size {
+                let min = a.step_size_min.map(|m| format!(", α_min {m:.6}")).unwrap_or_default();
+                what.push(format!("step size adapted to {alpha:.6}{min}"));
+            }
+            if let Some(l) = &a.ladder {
+                let l: Vec<String> = l.iter().map(|b| format!("{b:.4}")).collect();
+                what.push(format!("ladder adapted to {}", l.join(",")));
+            }
             eprintln!(
-                "{sampler}: step size adapted to {:.6}{min} over {} warm-up steps (mean acceptance {:.3} in the last window, target {})",
-                a.step_size, a.steps, a.last_accept, a.target_accept
+                "{sampler}: {} over {} warm-up steps (mean acceptance {:.3} in the last window, target {})",
+                what.join(" and "),
+                a.steps,
+                a.last_accept,
+                a.target_accept
             );
         }
     };
@@ -133,19 +145,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let ran = session
         .run(target, x0, &options, report, |stage, _, n| (stage.progress(n), tracing.then(|| stage.trace(n))))
         .map_err(CliError::from_run)?;
+    // The adapted (or given) parameters travel with the samples they produced.
+    let flags = adapted_values(ran.step_size, ran.step_size_min, ran.ladder.as_deref(), " ");
     let adapted_note = match &ran.adaptation {
-        // The adapted step size travels with the samples it produced.
-        Some(a) => {
-            let min = a.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
-            format!(
-                " --step-size {}{min} (adapted over {} warm-up steps toward acceptance {}; last window {:.4})",
-                a.step_size, a.steps, a.target_accept, a.last_accept
-            )
-        }
-        None => {
-            let min = ran.step_size_min.map(|m| format!(" --step-size-min {m}")).unwrap_or_default();
-            ran.step_size.map(|a| format!(" --step-size {a}{min}")).unwrap_or_default()
-        }
+        Some(a) => format!(
+            " {flags} (adapted over {} warm-up steps toward acceptance {}; last window {:.4})",
+            a.steps, a.target_accept, a.last_accept
+        ),
+        None if flags.is_empty() => String::new(),
+        None => format!(" {flags}"),
     };
 
     if let Some(trace) = &args.trace {
@@ -221,4 +229,21 @@ fn trace_csv(space: &Space, traces: &[&Trace]) -> csv::Result<Vec<u8>> {
         }
     }
     w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// `--step-size a --step-size-min m --ladder b1,b2` for the parameters that are set, each flag
+/// and value joined by `sep`.
+fn adapted_values(step: Option<f64>, min: Option<f64>, ladder: Option<&[f64]>, sep: &str) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = step {
+        parts.push(format!("--step-size{sep}{a}"));
+    }
+    if let Some(m) = min {
+        parts.push(format!("--step-size-min{sep}{m}"));
+    }
+    if let Some(l) = ladder {
+        let l: Vec<String> = l.iter().map(f64::to_string).collect();
+        parts.push(format!("--ladder{sep}{}", l.join(",")));
+    }
+    parts.join(" ")
 }

@@ -39,6 +39,7 @@ fn session_run(sampler: &str, alpha: Option<f64>, target: &dyn Target, x0: &[u32
         step_size_min: None,
         preconditioner: None,
         batch_size: None,
+        ladder: None,
         chains: CHAINS,
         steps: STEPS,
         burn_in: None,

@@ -284,6 +284,46 @@ fn cyclical_dmala_tunes_both_step_sizes_by_default() {
 }
 
 #[test]
+fn parallel_tempering_adapts_its_inner_step_size_and_ladder_and_records_both() {
+    let case = Case::new();
+    let out = case.sample(&["--sampler", "pt-3:dmala", "--step-size", "auto", "--steps", "400", "--burn-in", "200"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("pt-3:dmala: step size adapted to") && stderr.contains("ladder adapted to 1.0000,"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(case.path("out.csv")).unwrap();
+    let first = text.lines().next().unwrap();
+    let ladder: Vec<f64> = first
+        .split("--ladder ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(ladder.len(), 3, "{first}");
+    assert!(ladder[0] == 1.0 && ladder[1] < 1.0 && ladder[1] > ladder[2], "{first}");
+    assert!((ladder[2] - 0.25).abs() < 1e-12, "the hottest β stays fixed: {first}");
+    assert_eq!(read_rows(&case.path("out.csv")).len(), 1 + 12);
+    // A given step size and ladder: no adaptation, both recorded.
+    let out = case.sample(&["--sampler", "pt-2:dmala", "--ladder", "1,0.4"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(case.path("out.csv")).unwrap();
+    assert!(text.lines().next().unwrap().contains("--step-size 0.4 --ladder 1,0.4 --chains"), "{text}");
+    std::fs::remove_file(case.path("out.csv")).unwrap();
+    let out = case.sample(&["--sampler", "pt-2:dmala", "--ladder", "1,0.5,0.25"]);
+    assert_input_error(&case, &out, "--ladder has 3 values but the name asks for 2 replicas");
+    let out = case.sample(&["--sampler", "pt-2:dmala", "--ladder", "1,1.5"]);
+    assert_input_error(&case, &out, "decrease strictly");
+    let out = case.sample(&["--sampler", "pt-2:bg-2"]);
+    assert_input_error(&case, &out, "cannot exchange states");
+}
+
+#[test]
 fn auto_step_size_is_refused_where_it_cannot_adapt() {
     let case = Case::new();
     let out = case.sample(&["--sampler", "dula", "--step-size", "auto", "--burn-in", "10"]);

@@ -149,6 +149,15 @@ pub trait Chains<X = u32>: Send {
             panic!("step failed: {e}");
         }
     }
+
+    /// Moves the chains `rows` to the states `xs` (`rows.len() × d`, states of the space), as
+    /// if each had accepted a proposal of that state: what they cache of their state is
+    /// recomputed, their schedules are kept. Wrappers that exchange states between chains
+    /// (replica exchange) need it. `None`: these chains cannot be moved (the default).
+    fn set_states(&mut self, rows: &[usize], xs: &[X]) -> Option<Result<(), EvalError>> {
+        let _ = (rows, xs);
+        None
+    }
 }
 
 /// One possible next state and its probability.

@@ -59,7 +59,7 @@ fn main() {
     let b: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
     let model = IsingModel::from_dense(d, &j, b, DomainKind::Binary).unwrap();
     let label = format!("2^{d}");
-    for spec in REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
+    for spec in REGISTRY.iter().filter(|s| s.has_state_kernel()) {
         for &name in spec.tests.names {
             if !only.is_empty() && !only.contains(&name) {
                 continue;

@@ -21,10 +21,11 @@ fn adapted(name: &str, t: &Quadratic) -> dlp_samplers::adapt::Adapted {
 fn the_post_warm_up_dmala_kernel_is_the_fixed_alpha_kernel() {
     let t = Quadratic::spec_tiny();
     let a = adapted("dmala", &t);
-    assert!(a.step_size.is_finite() && a.step_size > 0.0 && a.step_size != 0.5, "α moved from its start: {a:?}");
-    let s = build_sampler("dmala", &SamplerParams { step_size: Some(a.step_size), ..Default::default() }).unwrap();
+    let alpha = a.step_size.unwrap();
+    assert!(alpha.is_finite() && alpha > 0.0 && alpha != 0.5, "α moved from its start: {a:?}");
+    let s = build_sampler("dmala", &SamplerParams { step_size: Some(alpha), ..Default::default() }).unwrap();
     let p = kernel_matrix(&t, s.as_ref(), 0).unwrap();
-    assert!(max_abs_diff(&p, &dlp(&t, a.step_size, None, true).unwrap()) < 1e-12);
+    assert!(max_abs_diff(&p, &dlp(&t, alpha, None, true).unwrap()) < 1e-12);
     assert!(stationarity_residual(&probabilities(&t).unwrap(), &p) < 1e-10);
 }
 
@@ -32,10 +33,10 @@ fn the_post_warm_up_dmala_kernel_is_the_fixed_alpha_kernel() {
 fn the_post_warm_up_cyclical_kernels_are_the_fixed_schedule() {
     let t = Quadratic::spec_tiny();
     let a = adapted("acs-dmala-5", &t);
-    let min = a.step_size_min.unwrap();
-    let params = SamplerParams { step_size: Some(a.step_size), step_size_min: Some(min), ..Default::default() };
+    let (max, min) = (a.step_size.unwrap(), a.step_size_min.unwrap());
+    let params = SamplerParams { step_size: Some(max), step_size_min: Some(min), ..Default::default() };
     let s = build_sampler("acs-dmala-5", &params).unwrap();
-    let refs = acs(&t, 5, a.step_size, min, 0.95, true).unwrap();
+    let refs = acs(&t, 5, max, min, 0.95, true).unwrap();
     let pi = probabilities(&t).unwrap();
     for (k, r) in refs.iter().enumerate() {
         let p = kernel_matrix(&t, s.as_ref(), k).unwrap();

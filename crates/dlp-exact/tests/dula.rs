@@ -17,7 +17,13 @@ fn dula(alpha: f64, precond: Option<Vec<f64>>) -> Box<dyn Sampler> {
     let name = if precond.is_some() { "pdula" } else { "dula" };
     build_sampler(
         name,
-        &SamplerParams { step_size: Some(alpha), preconditioner: precond, batch_size: None, step_size_min: None },
+        &SamplerParams {
+            step_size: Some(alpha),
+            preconditioner: precond,
+            batch_size: None,
+            step_size_min: None,
+            ladder: None,
+        },
     )
     .unwrap()
 }

@@ -234,11 +234,12 @@ fn pas_2_is_reducible_by_parity_and_pas_is_exact_on_the_4_spin_chain() {
 /// Every registry row is in the suite: rows on general models through `cases()` with a
 /// reference for each test name on some spec model it runs on; data-target rows
 /// (`needs_data`) through `sgdlp.rs`, which checks their references the same way; particle
-/// rows (`particles`, no transition kernel) through `gf_svgd.rs`.
+/// rows (`particles`, no transition kernel) through `gf_svgd.rs`; wrappers (`wraps`, a kernel
+/// on a product space) through `tempering.rs`.
 #[test]
 fn every_registered_sampler_has_cases_and_a_reference() {
     let models = spec_models();
-    for spec in REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
+    for spec in REGISTRY.iter().filter(|s| s.has_state_kernel()) {
         assert!(
             !spec.tests.names.is_empty(),
             "sampler {} has no exact-suite cases: give its registry row test names (SamplerSpec::tests) \
@@ -356,7 +357,7 @@ random_models! {
 #[test]
 fn integer_parts_one_to_four_are_ergodic_where_unflagged() {
     let mut checked = 0;
-    for spec in REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
+    for spec in REGISTRY.iter().filter(|s| s.has_state_kernel()) {
         for &count in spec.counts.iter().filter(|&&c| c > 0) {
             let mut names = vec![spec.stem.to_string()];
             for _ in 0..count {

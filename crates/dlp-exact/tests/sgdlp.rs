@@ -106,7 +106,13 @@ impl Target for Data {
 fn sg(name: &str, batch: usize) -> Box<dyn Sampler> {
     build_sampler(
         name,
-        &SamplerParams { step_size: Some(0.5), preconditioner: None, batch_size: Some(batch), step_size_min: None },
+        &SamplerParams {
+            step_size: Some(0.5),
+            preconditioner: None,
+            batch_size: Some(batch),
+            step_size_min: None,
+            ladder: None,
+        },
     )
     .unwrap()
 }

@@ -23,7 +23,7 @@ fn restart(c: &mut Criterion) {
     let base = ProductBase::bernoulli(&vec![0.5; d]).unwrap();
     let x0: Vec<u32> = (0..d * chains).map(|i| (i % 3 == 0) as u32).collect();
     let run = RunOptions { seed: 1, threads: 1, chains_per_task: 0 };
-    let generic = Tempered { inner: &rbm, base: &base, beta: 1.0 };
+    let generic = Tempered { inner: &rbm, base: Some(&base), beta: 1.0 };
     let mut g = c.benchmark_group("ais_restart");
     g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
     for (name, alpha) in [("gwg", None), ("dmala", Some(0.2))] {

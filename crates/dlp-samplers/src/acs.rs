@@ -250,6 +250,7 @@ impl Chains for AcsChains<'_> {
 /// models the β_max proposal keeps its acceptance above target at any α, and dual averaging
 /// would grow α without bound. With α_max = α_min the cycle is plain DMALA at α_min.
 pub fn adapt_acs(
+    _name: &SamplerName,
     params: &SamplerParams,
     target: &dyn Target,
     x0: &[u32],
@@ -271,7 +272,14 @@ pub fn adapt_acs(
         dual_average(&phase(DEFAULT_BETA_MAX), target, &x, half..windows, opts, run)?;
     let alpha_min = alpha_min.min(ALPHA_MAX_CAP);
     let alpha_max = alpha_max.min(ALPHA_MAX_CAP).max(alpha_min);
-    Ok(Adapted { step_size: alpha_max, step_size_min: Some(alpha_min), positions, last_accept, windows })
+    Ok(Adapted {
+        step_size: Some(alpha_max),
+        step_size_min: Some(alpha_min),
+        ladder: None,
+        positions,
+        last_accept,
+        windows,
+    })
 }
 
 // ---- registry rows (this module's names, parameters, defaults and tests) ----
@@ -290,6 +298,7 @@ pub const ACS_DMALA: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     // The official ACS scripts' `a_s_cut`, used for both α_min and α_max.
     target_accept: 0.5,
@@ -310,6 +319,7 @@ pub const ACS_DULA: SamplerSpec = SamplerSpec {
     exact: false,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -48,19 +48,24 @@ pub fn adapt_step_size(
         return Err(bad("adaptation needs warm-up steps, a window ≥ 1 and an initial step size > 0".into()));
     }
     if let Some(tune) = spec.adapt {
-        return tune(params, target, x0, opts, run);
+        return tune(&parsed, params, target, x0, opts, run);
     }
     let windows = (opts.warmup / opts.window).max(1);
     let build = |alpha: f64| (spec.build)(&parsed, &SamplerParams { step_size: Some(alpha), ..params.clone() });
     let (step_size, positions, last_accept) = dual_average(&build, target, x0, 0..windows, opts, run)?;
-    Ok(Adapted { step_size, step_size_min: None, positions, last_accept, windows })
+    Ok(Adapted { step_size: Some(step_size), step_size_min: None, ladder: None, positions, last_accept, windows })
 }
 
 /// The default target acceptance of `name`'s adaptation: its row's
 /// [`SamplerSpec::target_accept`](crate::spec::SamplerSpec::target_accept) (0.5 for cyclical
 /// DMALA, else [`MALA_TARGET_ACCEPT`]).
 pub fn default_target_accept(name: &str) -> f64 {
-    find(name).map_or(MALA_TARGET_ACCEPT, |(spec, _)| spec.target_accept)
+    match find(name) {
+        // A wrapper (`pt-4:rwm`) adapts its inner sampler's step size toward the inner target.
+        Some((spec, parsed)) if spec.wraps => parsed.inner.as_deref().map_or(spec.target_accept, default_target_accept),
+        Some((spec, _)) => spec.target_accept,
+        None => MALA_TARGET_ACCEPT,
+    }
 }
 
 #[cfg(test)]
@@ -116,16 +121,16 @@ mod tests {
         let a = run(1);
         assert_eq!(a, run(2), "adaptation must not depend on the thread count");
         assert_eq!(a.windows, 1500 / DEFAULT_WINDOW);
-        let fixed =
-            build_sampler("dmala", &SamplerParams { step_size: Some(a.step_size), ..Default::default() }).unwrap();
+        let fixed = build_sampler("dmala", &SamplerParams { step_size: a.step_size, ..Default::default() }).unwrap();
         let o = RunOptions { seed: 4, threads: 2, chains_per_task: 0 };
         let out = run_chains(fixed.as_ref(), &t, &a.positions, 2000, &o, |_, _| Accepts(0.0, 0)).unwrap();
         let acc =
             out.observers.iter().map(|o| o.0).sum::<f64>() / out.observers.iter().map(|o| o.1).sum::<usize>() as f64;
-        assert!((0.5..=0.65).contains(&acc), "α = {}: acceptance {acc}", a.step_size);
+        assert!((0.5..=0.65).contains(&acc), "α = {:?}: acceptance {acc}", a.step_size);
         // The band is not met by accident: a step size ten times larger misses it.
-        let big = build_sampler("dmala", &SamplerParams { step_size: Some(10.0 * a.step_size), ..Default::default() })
-            .unwrap();
+        let big =
+            build_sampler("dmala", &SamplerParams { step_size: a.step_size.map(|s| 10.0 * s), ..Default::default() })
+                .unwrap();
         let out = run_chains(big.as_ref(), &t, &a.positions, 500, &o, |_, _| Accepts(0.0, 0)).unwrap();
         let acc_big =
             out.observers.iter().map(|o| o.0).sum::<f64>() / out.observers.iter().map(|o| o.1).sum::<usize>() as f64;
@@ -150,7 +155,8 @@ mod tests {
         let a = run(1);
         assert_eq!(a, run(2), "adaptation must not depend on the thread count");
         let alpha_min = a.step_size_min.expect("acs reports α_min");
-        assert!(alpha_min <= a.step_size && a.step_size <= crate::acs::ALPHA_MAX_CAP, "{a:?}");
+        let alpha_max = a.step_size.expect("acs reports α_max");
+        assert!(alpha_min <= alpha_max && alpha_max <= crate::acs::ALPHA_MAX_CAP, "{a:?}");
         let fixed =
             build_sampler("dmala", &SamplerParams { step_size: Some(alpha_min), ..Default::default() }).unwrap();
         let o = RunOptions { seed: 6, threads: 2, chains_per_task: 0 };
@@ -159,7 +165,7 @@ mod tests {
             out.observers.iter().map(|o| o.0).sum::<f64>() / out.observers.iter().map(|o| o.1).sum::<usize>() as f64;
         assert!((0.4..=0.6).contains(&acc), "α_min = {alpha_min}: acceptance {acc}");
         // The tuned values build the sampler the exact suite checks.
-        let p = SamplerParams { step_size: Some(a.step_size), step_size_min: Some(alpha_min), ..Default::default() };
+        let p = SamplerParams { step_size: a.step_size, step_size_min: Some(alpha_min), ..Default::default() };
         assert!(build_sampler("acs-dmala", &p).is_ok());
     }
 

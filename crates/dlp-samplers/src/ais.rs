@@ -173,15 +173,16 @@ impl ProductBase {
     }
 }
 
-/// γ_β = β f + (1 − β) log q as a [`Target`]: the intermediate distributions of AIS.
-/// Its only capability is its conditionals (the inner target's and the base's, combined), so
-/// samplers take their generic kernels (a fast path would see the untempered model's
-/// parameters), and it has no minibatches.
+/// γ_β = β f + (1 − β) log q as a [`Target`]: the intermediate distributions of AIS, and
+/// without a base (`base: None`, γ_β = β f) the replicas of replica exchange
+/// ([`crate::tempering`]). Its only capability is its conditionals (the inner target's and the
+/// base's, combined), so samplers take their generic kernels (a fast path would see the
+/// untempered model's parameters), and it has no minibatches.
 pub struct Tempered<'a> {
     /// The target f.
     pub inner: &'a dyn Target,
-    /// The base q.
-    pub base: &'a ProductBase,
+    /// The base q (`None`: no base term).
+    pub base: Option<&'a ProductBase>,
     /// β ∈ [0, 1].
     pub beta: f64,
 }
@@ -190,17 +191,32 @@ impl Tempered<'_> {
     /// Turns f (and ∇f) of a batch into γ_β (and ∇γ_β), in place.
     fn temper(&self, xs: &[u32], f: &mut [f64], grad: Option<&mut [f64]>) {
         let d = self.inner.space().d;
-        let mut lq = vec![0.0; f.len()];
-        self.base.log_prob_batch(xs, &mut lq);
-        for (fv, l) in f.iter_mut().zip(&lq) {
-            *fv = self.beta * *fv + (1.0 - self.beta) * l;
+        match self.base {
+            Some(base) => {
+                let mut lq = vec![0.0; f.len()];
+                base.log_prob_batch(xs, &mut lq);
+                for (fv, l) in f.iter_mut().zip(&lq) {
+                    *fv = self.beta * *fv + (1.0 - self.beta) * l;
+                }
+            }
+            None => f.iter_mut().for_each(|fv| *fv *= self.beta),
         }
         if let Some(grad) = grad {
             let w = self.inner.space().grad_len();
             for (x, g) in xs.chunks(d).zip(grad.chunks_mut(w)) {
                 g.iter_mut().for_each(|v| *v *= self.beta);
-                self.base.add_grad(x, 1.0 - self.beta, g);
+                if let Some(base) = self.base {
+                    base.add_grad(x, 1.0 - self.beta, g);
+                }
             }
+        }
+    }
+
+    /// β·v plus (1 − β) times the base's difference `base_delta` (none without a base).
+    fn mix(&self, v: f64, base_delta: impl FnOnce(&ProductBase) -> f64) -> f64 {
+        match self.base {
+            Some(base) => self.beta * v + (1.0 - self.beta) * base_delta(base),
+            None => self.beta * v,
         }
     }
 }
@@ -236,9 +252,11 @@ impl Conditionals for Tempered<'_> {
     fn coordinate_deltas(&self, x: &[u32], i: usize, out: &mut [f64]) -> Result<(), EvalError> {
         self.inner.coordinate_deltas(x, i, out)?;
         let mut lq = vec![0.0; out.len()];
-        self.base.coordinate_deltas(x, i, &mut lq);
+        if let Some(base) = self.base {
+            base.coordinate_deltas(x, i, &mut lq);
+        }
         for (o, l) in out.iter_mut().zip(&lq) {
-            *o = self.beta * *o + (1.0 - self.beta) * l;
+            *o = self.mix(*o, |_| *l);
         }
         out[x[i] as usize] = 0.0;
         Ok(())
@@ -248,16 +266,22 @@ impl Conditionals for Tempered<'_> {
         self.inner.flip_deltas(x, out)?;
         let mut two = [0.0; 2];
         for (i, o) in out.iter_mut().enumerate() {
-            self.base.coordinate_deltas(x, i, &mut two);
-            *o = self.beta * *o + (1.0 - self.beta) * two[1 - x[i] as usize];
+            *o = self.mix(*o, |base| {
+                base.coordinate_deltas(x, i, &mut two);
+                two[1 - x[i] as usize]
+            });
         }
         Ok(())
     }
 
     fn cheap_flip_delta(&self, x: &[u32], i: usize) -> Option<f64> {
         let mut two = [0.0; 2];
-        self.base.coordinate_deltas(x, i, &mut two);
-        self.inner.cheap_flip_delta(x, i).map(|v| self.beta * v + (1.0 - self.beta) * two[1 - x[i] as usize])
+        self.inner.cheap_flip_delta(x, i).map(|v| {
+            self.mix(v, |base| {
+                base.coordinate_deltas(x, i, &mut two);
+                two[1 - x[i] as usize]
+            })
+        })
     }
 }
 
@@ -333,7 +357,7 @@ impl AisTask {
         beta_prev: f64,
         beta: f64,
     ) -> Result<(), SamplerError> {
-        let tempered = Tempered { inner: target, base, beta };
+        let tempered = Tempered { inner: target, base: Some(base), beta };
         let mut chains = sampler.start(&tempered, &self.x)?;
         base.log_prob_batch(&self.x, &mut self.lq);
         let gap = beta - beta_prev;

@@ -42,10 +42,13 @@ impl Default for AdaptOptions {
 /// What the warm-up chose.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Adapted {
-    /// The frozen step size ᾱ (α_max for cyclical DMALA).
-    pub step_size: f64,
+    /// The frozen step size ᾱ (α_max for cyclical DMALA; `None` when the family adapts
+    /// something else and its sampler takes no step size: replica exchange around `gwg`).
+    pub step_size: Option<f64>,
     /// The frozen α_min of cyclical DMALA (`None` for other samplers).
     pub step_size_min: Option<f64>,
+    /// The frozen inverse-temperature ladder of replica exchange (`None` for other samplers).
+    pub ladder: Option<Vec<f64>>,
     /// Positions of the chains after the warm-up (`n × d`).
     pub positions: Vec<u32>,
     /// Mean acceptance probability of the last window.

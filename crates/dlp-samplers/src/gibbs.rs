@@ -210,6 +210,25 @@ impl Chains for GibbsChains<'_> {
         self.t += 1;
         Ok(())
     }
+
+    /// The generic path only (the rows and f evaluated afresh; the scan position kept): the
+    /// RBM and site-state fast paths keep per-chain model state that a move would have to
+    /// rebuild, and report `None`.
+    fn set_states(&mut self, rows: &[usize], xs: &[u32]) -> Option<Result<(), EvalError>> {
+        if self.rbm.is_some() || self.sites.is_some() {
+            return None;
+        }
+        let d = self.target.space().d;
+        let mut f = vec![0.0; rows.len()];
+        if let Err(e) = self.target.evaluate(xs, Batch::Full, &mut f, None) {
+            return Some(Err(e));
+        }
+        for ((&j, y), fy) in rows.iter().zip(xs.chunks(d)).zip(f) {
+            self.x[j * d..(j + 1) * d].copy_from_slice(y);
+            self.f[j] = fy;
+        }
+        Some(Ok(()))
+    }
 }
 
 /// Shared test helpers for the baseline samplers' exact and empirical checks.
@@ -365,6 +384,7 @@ pub const GIBBS: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -384,6 +404,7 @@ pub const GIBBS_SWEEP: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

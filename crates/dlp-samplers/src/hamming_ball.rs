@@ -317,6 +317,7 @@ pub const HB: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

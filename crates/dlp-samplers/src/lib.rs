@@ -31,5 +31,6 @@ pub mod registry;
 pub mod rwm;
 pub mod sgdlp;
 pub mod spec;
+pub mod tempering;
 
 pub use registry::{SamplerParams, SamplerSpec, build_sampler, sampler_names};

@@ -272,6 +272,35 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
         &self.caches[j]
     }
 
+    /// [`Chains::set_states`]: chain `rows[r]` to row r of `xs`.
+    fn move_to(&mut self, rows: &[usize], xs: &[u32]) -> Result<(), EvalError> {
+        let (d, gl) = (self.space.d, self.gl);
+        if self.caching == Caching::Refresh {
+            for (&j, y) in rows.iter().zip(xs.chunks(d)) {
+                self.x[j * d..(j + 1) * d].copy_from_slice(y);
+            }
+            return Ok(());
+        }
+        for (r, (&j, y)) in rows.iter().zip(xs.chunks(d)).enumerate() {
+            self.eval.stage(j, r, &self.x[j * d..(j + 1) * d], y);
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.eval.evaluate(rows.len(), Batch::Full)?;
+        for (r, &j) in rows.iter().enumerate() {
+            let (y, f_y, g_y) = self.eval.row(r);
+            self.x[j * d..(j + 1) * d].copy_from_slice(y);
+            self.f[j] = f_y;
+            self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
+            let cache = &mut self.caches[j];
+            self.proposal.prepare(self.space, y, g_y, cache);
+            self.proposal.adopt(cache);
+            self.eval.accept(j, r);
+        }
+        Ok(())
+    }
+
     /// One step with the exact gradients ([`Caching::Keep`]).
     // Chain j indexes several flat buffers at once; an index loop is clearer than zips.
     #[allow(clippy::needless_range_loop)]
@@ -401,6 +430,13 @@ impl<P: Proposal, E: Evaluator> Chains for MhChains<'_, P, E> {
     /// that stays valid).
     fn log_densities(&self) -> Option<&[f64]> {
         (self.caching == Caching::Keep).then_some(&self.f[..])
+    }
+
+    /// One batched evaluation of the new states (none with [`Caching::Refresh`], which keeps
+    /// no f), then per moved chain what an accepted proposal brings: f, ∇f and the prepared,
+    /// adopted cache.
+    fn set_states(&mut self, rows: &[usize], xs: &[u32]) -> Option<Result<(), EvalError>> {
+        Some(self.move_to(rows, xs))
     }
 
     /// [`Caching::Keep`]: per chain the proposal's draw (its uniforms), then one batched

@@ -45,6 +45,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
     crate::block_gibbs::BLOCK_GIBBS,
     crate::gf_svgd::GF_SVGD,
     crate::gf_svgd::GF_SVGD_RELAXED,
+    crate::tempering::PT,
 ];
 
 /// The usage forms of every registered sampler family, for help and error messages.
@@ -55,7 +56,9 @@ pub fn sampler_names() -> Vec<String> {
 /// The family of `name` and the parsed name, if one is registered.
 pub fn find(name: &str) -> Option<(&'static SamplerSpec, SamplerName)> {
     let parsed = SamplerName::parse(name);
-    let spec = REGISTRY.iter().find(|s| s.stem == parsed.stem && s.counts.contains(&parsed.numbers.len()))?;
+    let spec = REGISTRY.iter().find(|s| {
+        s.stem == parsed.stem && s.counts.contains(&parsed.numbers.len()) && s.wraps == parsed.inner.is_some()
+    })?;
     Some((spec, parsed))
 }
 
@@ -119,10 +122,13 @@ mod tests {
 
     #[test]
     fn names_split_into_stem_and_numbers() {
-        assert_eq!(SamplerName::parse("hb-10-1"), SamplerName { stem: "hb".into(), numbers: vec![10, 1] });
-        assert_eq!(SamplerName::parse("gwg-4"), SamplerName { stem: "gwg".into(), numbers: vec![4] });
-        assert_eq!(SamplerName::parse("gibbs-sweep"), SamplerName { stem: "gibbs-sweep".into(), numbers: vec![] });
-        assert_eq!(SamplerName::parse("dmala"), SamplerName { stem: "dmala".into(), numbers: vec![] });
+        assert_eq!(SamplerName::parse("hb-10-1"), SamplerName { stem: "hb".into(), numbers: vec![10, 1], inner: None });
+        assert_eq!(SamplerName::parse("gwg-4"), SamplerName { stem: "gwg".into(), numbers: vec![4], inner: None });
+        assert_eq!(
+            SamplerName::parse("gibbs-sweep"),
+            SamplerName { stem: "gibbs-sweep".into(), numbers: vec![], inner: None }
+        );
+        assert_eq!(SamplerName::parse("dmala"), SamplerName { stem: "dmala".into(), numbers: vec![], inner: None });
     }
 
     #[test]
@@ -173,6 +179,7 @@ mod tests {
                         Param::Preconditioner => missing.preconditioner = None,
                         Param::BatchSize => missing.batch_size = None,
                         Param::StepSizeMin => missing.step_size_min = None,
+                        Param::Ladder => missing.ladder = None,
                     }
                     assert!(!p.param.is_set(&missing));
                     assert!(build_sampler(name, &missing).is_err(), "{name} builds without {}", p.param.flag());

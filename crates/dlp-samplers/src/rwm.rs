@@ -78,6 +78,7 @@ impl Rwm {
     /// size), with each window's r and the frozen one kept in (0, d) by [`clamp_radius`],
     /// since `start` refuses r ≥ d and dual averaging has no upper bound.
     pub fn adapt(
+        _name: &SamplerName,
         params: &SamplerParams,
         target: &dyn Target,
         x0: &[u32],
@@ -89,7 +90,14 @@ impl Rwm {
         let _ = params;
         let build = |r: f64| -> Result<Box<dyn Sampler>, SamplerError> { Ok(Box::new(Rwm::new(clamp_radius(r, d))?)) };
         let (r, positions, last_accept) = dual_average(&build, target, x0, 0..windows, opts, run)?;
-        Ok(Adapted { step_size: clamp_radius(r, d), step_size_min: None, positions, last_accept, windows })
+        Ok(Adapted {
+            step_size: Some(clamp_radius(r, d)),
+            step_size_min: None,
+            ladder: None,
+            positions,
+            last_accept,
+            windows,
+        })
     }
 }
 
@@ -208,6 +216,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),
@@ -299,7 +308,7 @@ mod tests {
             &RunOptions { seed: 1, threads: 1, chains_per_task: 0 },
         )
         .unwrap();
-        assert!(a.step_size > 0.0 && a.step_size < 3.0, "{a:?}");
+        assert!(a.step_size.is_some_and(|r| r > 0.0 && r < 3.0), "{a:?}");
         assert_eq!(crate::adapt::default_target_accept("rwm"), 0.234);
     }
 }

@@ -232,6 +232,7 @@ pub const SG_DULA: SamplerSpec = SamplerSpec {
     exact: false,
     needs_data: true,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -252,6 +253,7 @@ pub const SG_DMALA: SamplerSpec = SamplerSpec {
     exact: false,
     needs_data: true,
     particles: false,
+    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -526,6 +528,7 @@ mod tests {
             preconditioner: h,
             batch_size: b,
             step_size_min: None,
+            ladder: None,
         };
         let msg = |e: SamplerError| match e {
             SamplerError::BadParameter { message, .. } => message,

@@ -17,6 +17,8 @@ pub struct SamplerParams {
     pub batch_size: Option<usize>,
     /// Smallest step size α_min of cyclical samplers (`acs-dmala`, `acs-dula`).
     pub step_size_min: Option<f64>,
+    /// Inverse temperatures 1 = β₁ > β₂ > … > β_K > 0 of replica exchange (`pt-<K>:<inner>`).
+    pub ladder: Option<Vec<f64>>,
 }
 
 /// A parsed sampler name.
@@ -26,19 +28,27 @@ pub struct SamplerName {
     pub stem: String,
     /// The integer parts after the stem.
     pub numbers: Vec<usize>,
+    /// The wrapped sampler's name, after a colon (`pt-4:gwg` → `gwg`): only wrappers
+    /// ([`SamplerSpec::wraps`]) take one.
+    pub inner: Option<String>,
 }
 
 impl SamplerName {
-    /// Splits `name` into stem and trailing integer parts.
+    /// Splits `name` into stem and trailing integer parts, and what follows the first colon
+    /// into the wrapped sampler's name.
     pub fn parse(name: &str) -> SamplerName {
+        if let Some((outer, inner)) = name.split_once(':') {
+            return SamplerName { inner: Some(inner.to_string()), ..SamplerName::parse(outer) };
+        }
         let parts: Vec<&str> = name.split('-').collect();
         let first_number = parts.iter().position(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
         match first_number {
             Some(i) if i > 0 && parts[i..].iter().all(|p| p.parse::<usize>().is_ok()) => SamplerName {
                 stem: parts[..i].join("-"),
                 numbers: parts[i..].iter().map(|p| p.parse().unwrap_or(0)).collect(),
+                inner: None,
             },
-            _ => SamplerName { stem: name.to_string(), numbers: vec![] },
+            _ => SamplerName { stem: name.to_string(), numbers: vec![], inner: None },
         }
     }
 }
@@ -55,7 +65,8 @@ pub fn ergodic_everywhere(_: &SamplerName, _: &Space) -> Option<String> {
 
 /// A family's own warm-up tuner (cyclical DMALA tunes α_min and α_max), used by
 /// [`crate::adapt::adapt_step_size`] instead of dual averaging of the one step size.
-pub type AdaptFn = fn(&SamplerParams, &dyn Target, &[u32], &AdaptOptions, &RunOptions) -> Result<Adapted, SamplerError>;
+pub type AdaptFn =
+    fn(&SamplerName, &SamplerParams, &dyn Target, &[u32], &AdaptOptions, &RunOptions) -> Result<Adapted, SamplerError>;
 
 /// Constructor of one sampler family.
 pub type Constructor = fn(&SamplerName, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError>;
@@ -71,6 +82,8 @@ pub enum Param {
     BatchSize,
     /// [`SamplerParams::step_size_min`].
     StepSizeMin,
+    /// [`SamplerParams::ladder`].
+    Ladder,
 }
 
 impl Param {
@@ -81,6 +94,7 @@ impl Param {
             Param::Preconditioner => "--preconditioner",
             Param::BatchSize => "--batch-size",
             Param::StepSizeMin => "--step-size-min",
+            Param::Ladder => "--ladder",
         }
     }
 
@@ -91,6 +105,7 @@ impl Param {
             Param::Preconditioner => params.preconditioner.is_some(),
             Param::BatchSize => params.batch_size.is_some(),
             Param::StepSizeMin => params.step_size_min.is_some(),
+            Param::Ladder => params.ladder.is_some(),
         }
     }
 }
@@ -112,6 +127,10 @@ pub const PRECONDITIONER: ParamSpec = ParamSpec { param: Param::Preconditioner, 
 pub const BATCH_SIZE: ParamSpec = ParamSpec { param: Param::BatchSize, required: true };
 /// `--step-size-min`, optional.
 pub const STEP_SIZE_MIN: ParamSpec = ParamSpec { param: Param::StepSizeMin, required: false };
+/// `--step-size`, optional (passed on to a wrapped sampler that takes one).
+pub const STEP_SIZE_OPTIONAL: ParamSpec = ParamSpec { param: Param::StepSize, required: false };
+/// `--ladder`, optional.
+pub const LADDER: ParamSpec = ParamSpec { param: Param::Ladder, required: false };
 
 /// What the test suites run of a family: concrete names and the parameters they use.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -209,6 +228,10 @@ pub struct SamplerSpec {
     /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
     /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
     pub particles: bool,
+    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`): its kernel
+    /// lives on a product space, so the general exact suite skips the row and the family's
+    /// own suite checks it (`pt`: `dlp-exact/tests/tempering.rs`).
+    pub wraps: bool,
     /// Where the chain is not irreducible and aperiodic (exact samplers: the exact suite
     /// checks that every model this returns `None` for gives an irreducible, aperiodic chain).
     pub not_ergodic_on: NotErgodicOn,
@@ -234,6 +257,9 @@ impl SamplerSpec {
                 for n in &self.numbers[..c.min(self.numbers.len())] {
                     form.push_str(&format!("-<{n}>"));
                 }
+                if self.wraps {
+                    form.push_str(":<sampler>");
+                }
                 form
             })
             .collect()
@@ -253,6 +279,13 @@ impl SamplerSpec {
     /// an MH test (exact for π) and needs no data model (a minibatch MH test is not exact).
     pub fn adapts_step_size(&self) -> bool {
         self.exact && !self.needs_data && self.takes(Param::StepSize)
+    }
+
+    /// Whether the general exact suite checks the family on the models' own state spaces:
+    /// not a data-target row (`dlp-exact/tests/sgdlp.rs`), a particle row (`gf_svgd.rs`) or a
+    /// wrapper, whose kernel lives on a product space (`tempering.rs`).
+    pub fn has_state_kernel(&self) -> bool {
+        !self.needs_data && !self.particles && !self.wraps
     }
 
     /// Whether the family refuses to build without `param`.
@@ -278,6 +311,7 @@ impl SamplerSpec {
             preconditioner: self.requires(Param::Preconditioner).then(preconditioner),
             batch_size: self.tests.batch_size,
             step_size_min: None,
+            ladder: None,
         }
     }
 }

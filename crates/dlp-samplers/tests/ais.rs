@@ -183,7 +183,7 @@ fn the_tempered_target_is_beta_f_plus_the_base_term() {
     let target = Quadratic::spec_tiny();
     let base = ProductBase::bernoulli(&[0.3, 0.6, 0.5]).unwrap();
     let beta = 0.37;
-    let t = Tempered { inner: &target, base: &base, beta };
+    let t = Tempered { inner: &target, base: Some(&base), beta };
     let mut lq = [0.0];
     let mut g = [0.0; 3];
     let mut g_t = [0.0; 3];

@@ -115,6 +115,8 @@ pub struct Request {
     pub preconditioner: Option<Vec<f64>>,
     /// Minibatch size of stochastic-gradient samplers.
     pub batch_size: Option<usize>,
+    /// Inverse-temperature ladder of replica exchange (`pt-<K>:<inner>`; adapted when none).
+    pub ladder: Option<Vec<f64>>,
     /// Independent chains.
     pub chains: usize,
     /// Steps per chain, the adaptation's warm-up included.
@@ -175,6 +177,7 @@ impl Request {
             preconditioner: self.preconditioner.clone(),
             batch_size: self.batch_size,
             step_size_min: self.step_size_min,
+            ladder: self.ladder.clone(),
         }
     }
 }
@@ -215,10 +218,12 @@ pub struct Session {
 /// What the warm-up chose (`dlp_samplers::adapt::Adapted`, plus what it was asked).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Adaptation {
-    /// The frozen step size ᾱ (α_max of cyclical DMALA).
-    pub step_size: f64,
+    /// The frozen step size ᾱ (α_max of cyclical DMALA; `None` when the sampler takes none).
+    pub step_size: Option<f64>,
     /// The frozen α_min of cyclical DMALA.
     pub step_size_min: Option<f64>,
+    /// The frozen ladder of replica exchange.
+    pub ladder: Option<Vec<f64>>,
     /// Mean acceptance probability of the last window.
     pub last_accept: f64,
     /// Steps the warm-up ran (whole windows).
@@ -237,6 +242,8 @@ pub struct Warmed {
     pub step_size: Option<f64>,
     /// α_min of the kept run (adapted or given).
     pub step_size_min: Option<f64>,
+    /// The ladder of the kept run (adapted or given; replica exchange only).
+    pub ladder: Option<Vec<f64>>,
     /// Steps already run by the warm-up (0 without adaptation).
     pub warmup_steps: usize,
     /// The adaptation's result, when it ran.
@@ -277,6 +284,8 @@ pub struct Ran<O> {
     pub step_size: Option<f64>,
     /// α_min used (adapted or given).
     pub step_size_min: Option<f64>,
+    /// The ladder used (adapted or given; replica exchange only).
+    pub ladder: Option<Vec<f64>>,
     /// Warm-up steps run before the kept ones.
     pub warmup_steps: usize,
     /// Steps of the kept run (`steps` − warm-up).
@@ -360,6 +369,7 @@ impl Session {
                 positions: x0,
                 step_size: self.params.step_size,
                 step_size_min: self.params.step_size_min,
+                ladder: self.params.ladder.clone(),
                 warmup_steps: 0,
                 adaptation: None,
             });
@@ -373,12 +383,14 @@ impl Session {
         let a = adapt_step_size(&self.request.sampler, &self.params, target, &x0, &opts, options)?;
         let steps = a.windows * opts.window;
         Ok(Warmed {
-            step_size: Some(a.step_size),
+            step_size: a.step_size.or(self.params.step_size),
             step_size_min: a.step_size_min.or(self.params.step_size_min),
+            ladder: a.ladder.clone().or_else(|| self.params.ladder.clone()),
             warmup_steps: steps,
             adaptation: Some(Adaptation {
                 step_size: a.step_size,
                 step_size_min: a.step_size_min,
+                ladder: a.ladder,
                 last_accept: a.last_accept,
                 steps,
                 target_accept: plan.target_accept,
@@ -389,8 +401,12 @@ impl Session {
 
     /// The kept run's kernel: the sampler with the warm-up's (or the given) step sizes.
     pub fn build(&self, warmed: &Warmed) -> Result<Box<dyn Sampler>, SamplerError> {
-        let params =
-            SamplerParams { step_size: warmed.step_size, step_size_min: warmed.step_size_min, ..self.params.clone() };
+        let params = SamplerParams {
+            step_size: warmed.step_size,
+            step_size_min: warmed.step_size_min,
+            ladder: warmed.ladder.clone(),
+            ..self.params.clone()
+        };
         match &self.kernels {
             Some(Kernels(build)) => build(&self.request.sampler, &params),
             None => dlp_samplers::build_sampler(&self.request.sampler, &params),
@@ -437,6 +453,7 @@ impl Session {
             name: kernel.name(),
             step_size: warmed.step_size,
             step_size_min: warmed.step_size_min,
+            ladder: warmed.ladder.clone(),
             warmup_steps: warmed.warmup_steps,
             steps,
             adaptation: warmed.adaptation,

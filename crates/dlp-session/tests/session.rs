@@ -26,6 +26,7 @@ fn request(sampler: &str, step_size: StepSize) -> Request {
         step_size_min: None,
         preconditioner: None,
         batch_size: None,
+        ladder: None,
         chains: 6,
         steps: 300,
         burn_in: None,
@@ -64,15 +65,14 @@ fn an_adapting_session_is_the_registry_adaptation_build_and_run_by_hand() {
     let a = adapt_step_size("dmala", &SamplerParams::default(), &t, &x0, &opts, &options).unwrap();
     let warm = a.windows * opts.window;
     let kernel =
-        dlp_samplers::build_sampler("dmala", &SamplerParams { step_size: Some(a.step_size), ..Default::default() })
-            .unwrap();
+        dlp_samplers::build_sampler("dmala", &SamplerParams { step_size: a.step_size, ..Default::default() }).unwrap();
     let out =
         run_chains(kernel.as_ref(), &t, &a.positions, 300 - warm, &options, |_, n| Sums(vec![0.0; n], vec![], vec![]))
             .unwrap();
 
     assert_eq!(ran.warmup_steps, warm);
     assert_eq!(ran.steps, 300 - warm);
-    assert_eq!(ran.step_size, Some(a.step_size));
+    assert_eq!(ran.step_size, a.step_size);
     assert_eq!(ran.output.final_states, out.final_states);
     let told = told.expect("the adaptation is reported");
     assert_eq!((told.step_size, told.steps, told.target_accept), (a.step_size, warm, 0.574));

@@ -192,10 +192,11 @@ pub struct Case {
 
 /// The sampler configurations the suite runs: the test names of every registry row that runs
 /// on general models, with the row's test parameters (data-target rows are covered by
-/// `sgdlp.rs`, particle rows by `gf_svgd.rs`; `exact_matrices.rs` checks that every row is covered).
+/// `sgdlp.rs`, particle rows by `gf_svgd.rs`, wrappers by `tempering.rs`; `exact_matrices.rs`
+/// checks that every row is covered).
 pub fn cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for spec in dlp_samplers::registry::REGISTRY.iter().filter(|s| !s.needs_data && !s.particles) {
+    for spec in dlp_samplers::registry::REGISTRY.iter().filter(|s| s.has_state_kernel()) {
         for &name in spec.tests.names {
             out.push(Case {
                 name,
@@ -220,6 +221,7 @@ impl Case {
             preconditioner: self.precond.then(|| precond(d)),
             batch_size: None,
             step_size_min: None,
+            ladder: None,
         }
     }
     /// The reference's parameters on a d-dimensional target (`rbm`: its parameters, if an RBM).

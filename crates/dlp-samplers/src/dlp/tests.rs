@@ -722,7 +722,7 @@ fn draw_log_probability_is_consistent() {
 // ---------------------------------------------------------------- parameters
 
 fn params(step: Option<f64>, h: Option<Vec<f64>>) -> SamplerParams {
-    SamplerParams { step_size: step, preconditioner: h, batch_size: None, step_size_min: None }
+    SamplerParams { step_size: step, preconditioner: h, batch_size: None, step_size_min: None, ladder: None }
 }
 
 fn message(e: SamplerError) -> String {
