@@ -321,6 +321,19 @@ fn parallel_tempering_adapts_its_inner_step_size_and_ladder_and_records_both() {
     assert_input_error(&case, &out, "decrease strictly");
     let out = case.sample(&["--sampler", "pt-2:bg-2"]);
     assert_input_error(&case, &out, "cannot exchange states");
+    let out = Command::new(env!("CARGO_BIN_EXE_dlp"))
+        .args([
+            "exact",
+            "--model",
+            case.path("m.json").to_str().unwrap(),
+            "--sampler",
+            "pt-2:dmala",
+            "--step-size",
+            "0.4",
+        ])
+        .output()
+        .unwrap();
+    assert_input_error(&case, &out, "product space of its replicas");
 }
 
 #[test]
