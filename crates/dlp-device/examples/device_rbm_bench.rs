@@ -59,7 +59,7 @@ fn main() {
             let acc: u64 = run.accepted().expect("counts").iter().sum();
             let rate = acc as f64 / (chains as f64 * run.steps_taken() as f64);
             println!(
-                "{{\"impl\":\"dlp-candle-device\",\"device\":\"{}\",\"sampler\":\"{}\",\"model\":\"rbm\",\"dims\":{d},\"hidden\":{m},\"chains\":{chains},\"steps\":{steps},\"ms_per_step\":{ms:.4},\"accept_rate\":{rate:.4}}}",
+                "{{\"impl\":\"dlp-device\",\"device\":\"{}\",\"sampler\":\"{}\",\"model\":\"rbm\",\"dims\":{d},\"hidden\":{m},\"chains\":{chains},\"steps\":{steps},\"ms_per_step\":{ms:.4},\"accept_rate\":{rate:.4}}}",
                 device_name(&dev),
                 run.name()
             );
