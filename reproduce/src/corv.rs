@@ -87,7 +87,7 @@ impl Toy {
         }
     }
 
-    /// E[θ] (closed form).
+    /// E\[θ\] (closed form).
     pub fn mean(&self) -> f64 {
         match *self {
             Toy::Beta(a, b) => a / (a + b),
@@ -115,7 +115,7 @@ impl Toy {
         Affine::onto(lo, hi, Transform::Sigmoid, Transform::Softplus).expect("toy supports fit the transforms")
     }
 
-    /// The histogram / pdf window: the support clipped to [−10, 10] [C].
+    /// The histogram / pdf window: the support clipped to [−10, 10] \[C\].
     pub fn window(&self) -> (f64, f64) {
         let (lo, hi) = self.support();
         (lo.max(-10.0), hi.min(10.0))
@@ -231,14 +231,14 @@ pub fn config_seed(seed: u64, toy: usize, method: usize, eps: usize) -> u64 {
     derive_seed(seed, &[1, toy as u64, method as u64, eps as u64])
 }
 
-/// The 100 equispaced evaluation points of the window, ends dropped [C].
+/// The 100 equispaced evaluation points of the window, ends dropped \[C\].
 pub fn grid(toy: Toy) -> Vec<f64> {
     let (a, b) = toy.window();
     (1..=100).map(|i| a + (b - a) * i as f64 / 101.0).collect()
 }
 
 /// Histogram density (200 bins over the window, normalised by all samples) at the grid points,
-/// and its RMSE against the pdf there (spec §3.1 [R]: a histogram instead of the public code's
+/// and its RMSE against the pdf there (spec §3.1 \[R\]: a histogram instead of the public code's
 /// average shifted histogram).
 pub fn hist_rmse(toy: Toy, samples: &[f64]) -> (f64, Vec<(f64, f64)>) {
     let (a, b) = toy.window();
@@ -263,13 +263,13 @@ fn with_proxy<R>(toy: Toy, f: impl FnOnce(&CorvProxy<'_>) -> R) -> R {
     f(&CorvProxy::new(toy.support(), toy.transform(), &density))
 }
 
-/// First-order bias coefficients c₁ of E_ε[θ] and E_ε[θ²] (spec §3.2 item 3), by
+/// First-order bias coefficients c₁ of E_ε\[θ\] and E_ε\[θ²\] (spec §3.2 item 3), by
 /// `dlp_exact::corv`'s quadrature.
 pub fn first_order(toy: Toy) -> (f64, f64) {
     with_proxy(toy, |p| p.first_order())
 }
 
-/// The stationary E_ε[θ] and E_ε[θ²] of the CoRV chain at step ε (spec §3.2 item 4), by
+/// The stationary E_ε\[θ\] and E_ε\[θ²\] of the CoRV chain at step ε (spec §3.2 item 4), by
 /// `dlp_exact::corv`'s banded transfer operator.
 pub fn corv_oracle(toy: Toy, eps: f64) -> (f64, f64) {
     with_proxy(toy, |p| p.stationary_moments(eps))

@@ -2,12 +2,12 @@
 //! MNIST / Fashion-MNIST, sampled by the bounded samplers of `dlp_samplers::bounded` (CoRV with
 //! affine sigmoid / arctan / softsign, SGLD with mirroring at ±1) through the runner with
 //! minibatches; every epoch the binarised network's softmax outputs join a running Bayesian
-//! predictive mean on the validation and test sets (spec §5 [R]).
+//! predictive mean on the validation and test sets (spec §5 \[R\]).
 //!
-//! Data (spec §5 [R]): the 70,000 images of a data set pooled (train then t10k), shuffled with a
+//! Data (spec §5 \[R\]): the 70,000 images of a data set pooled (train then t10k), shuffled with a
 //! fixed seed, split 56,000 / 7,000 / 7,000, pixels / 255. An epoch is ⌈N/B⌉ steps; each step's
 //! batch is B distinct items drawn uniformly by the runner (`dlp_core::draw_minibatch`), not a
-//! pass over a permutation [R].
+//! pass over a permutation \[R\].
 
 use anyhow::{Context, Result, anyhow, bail};
 use dlp_core::rng::derive_seed;
@@ -103,7 +103,7 @@ pub fn sampler(label: &str, eps: f64, batch: usize) -> Result<BoundedSgld> {
         .with_batch(Some(batch)))
 }
 
-/// Initial weights [R] (the paper does not say): U(−1/√fan_in, 1/√fan_in) per layer (PyTorch's
+/// Initial weights \[R\] (the paper does not say): U(−1/√fan_in, 1/√fan_in) per layer (PyTorch's
 /// default linear init), from the setup stream of `seed` — the same start for every sampler.
 pub fn init(layers: &[usize], seed: u64) -> Vec<f64> {
     let mut rng = setup_rng(derive_seed(seed, &[11]));

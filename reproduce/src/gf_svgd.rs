@@ -86,7 +86,7 @@ pub fn iid_tv(probs: &[f64], n: usize, seed: u64) -> f64 {
 }
 
 /// p_*(z) ∝ exp(σ_p Σ_{(i,j)∈E} z_i z_j) on the L × L grid, open boundary, spins, no field
-/// (spec §7.2 [R]).
+/// (spec §7.2 \[R\]).
 pub fn grid_ising(l: usize, sigma: f64) -> Result<IsingModel> {
     IsingModel::lattice(&[l, l], false, sigma, vec![0.0; l * l], DomainKind::Spin).map_err(|e| anyhow!("{e}"))
 }
@@ -126,7 +126,7 @@ impl IsingMethod {
 }
 
 /// One trial of Fig. 3: n particles (or chains) from x ~ N(−2, 1) (Gibbs starts at sign(x)),
-/// `iters` iterations; returns (MSE of E[z], mean weight ESS of the last iteration or NaN).
+/// `iters` iterations; returns (MSE of E\[z\], mean weight ESS of the last iteration or NaN).
 pub fn ising_trial(
     model: &IsingModel,
     method: IsingMethod,

@@ -2,7 +2,7 @@
 //! synthetic stand-in): ratings → a random 75 : 12.5 : 12.5 split, the model
 //! `dlp_models::nmf::PoissonNmf` on the training entries, samplers of `dlp_samplers::bounded`
 //! with minibatches, and the test RMSE of the Bayesian predictive mean (the running average of
-//! X̂ at the test entries from iteration 1, spec §4 [R]).
+//! X̂ at the test entries from iteration 1, spec §4 \[R\]).
 
 use anyhow::{Context, Result, anyhow, bail};
 use dlp_core::draw::standard_normal;
@@ -139,7 +139,7 @@ impl Observer<f64> for Predictive<'_> {
 }
 
 /// The validation and test RMSE curves of one chain of `iters` iterations, started at
-/// √(r̄/R)(1 + 0.1|N(0, 1)|) per entry (spec §4 [R]), and the seconds its steps took.
+/// √(r̄/R)(1 + 0.1|N(0, 1)|) per entry (spec §4 \[R\]), and the seconds its steps took.
 pub fn run_curve(
     model: &PoissonNmf,
     valid: &[(u32, u32, f64)],

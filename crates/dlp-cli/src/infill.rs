@@ -2,7 +2,7 @@
 //! (a checkpoint directory: config.json, vocab.txt, model.safetensors or pytorch_model.bin),
 //! by Wang & Cho's site updates (`gibbs`: one masked slot per step, in turn) or a registry
 //! sampler (`gwg`, `dula`, `dmala`) on the one-pass energy
-//! f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] (main paper App. I.6); or, with `--score`, print
+//! f(θ) = Σ_{i∈M} log softmax(logits_i)\[θ_i\] (main paper App. I.6); or, with `--score`, print
 //! f of given fills.
 //!
 //! Input lines: English text with `[MASK]` tokens (WordPiece or word-level vocabularies), or a
@@ -42,7 +42,7 @@ pub struct Args {
     /// Checkpoint directory: config.json, vocab.txt, model.safetensors or pytorch_model.bin.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
-    /// Input lines: sequences with [MASK] tokens (or `_` residues); with --score,
+    /// Input lines: sequences with `[MASK]` tokens (or `_` residues); with --score,
     /// `masked<TAB>filled`.
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
@@ -65,7 +65,7 @@ pub struct Args {
     /// Keep the K distinct final fills with the highest f.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
-    /// Master seed; line n (1-based) uses derive_seed(seed, [n]).
+    /// Master seed; line n (1-based) uses `derive_seed(seed, [n])`.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Device: cpu, or cuda / cuda:N (builds with the `cuda` feature only).

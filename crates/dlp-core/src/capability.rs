@@ -118,7 +118,7 @@ pub trait SiteState: Send {
     fn set(&mut self, j: usize, x: &[u32], i: usize, v: u32);
 }
 
-/// A Potts model ℓ(c) = Σ_i h_i[c_i] + Σ_{i<j} J_ij [c_i = c_j] on classes c_i ∈ 0..K, with
+/// A Potts model ℓ(c) = Σ_i h_i\[c_i\] + Σ_{i<j} J_ij [c_i = c_j] on classes c_i ∈ 0..K, with
 /// symmetric couplings as CSR neighbour lists (each pair in both rows), as
 /// `dlp_models::PottsModel` holds them.
 #[derive(Clone, Copy, Debug)]

@@ -14,7 +14,7 @@ use crate::sampler::{Chains, Coupling, SamplerError};
 use crate::target::{Batch, EvalError};
 use serde::{Deserialize, Serialize};
 
-/// A product of intervals: coordinate i lives in (lower[i], upper[i]) (ends may be ±∞).
+/// A product of intervals: coordinate i lives in (lower\[i\], upper\[i\]) (ends may be ±∞).
 /// States must lie strictly inside: targets on bounded boxes usually have log-densities
 /// that diverge at the ends (Beta, Gamma), and the transforms of paper 001 map the open box.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

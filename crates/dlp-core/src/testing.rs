@@ -70,8 +70,8 @@ impl RowTarget for Quadratic {
     }
 }
 
-/// f(c) = Σ_i h_i[c_i] + Σ_{i<j} C_ij[c_i, c_j] on a categorical space, differentiated with
-/// respect to the one-hot matrix: ∂f/∂e_i[k] = h_i[k] + Σ_{j≠i} C_ij[k, c_j]. f is linear in
+/// f(c) = Σ_i h_i\[c_i\] + Σ_{i<j} C_ij[c_i, c_j] on a categorical space, differentiated with
+/// respect to the one-hot matrix: ∂f/∂e_i\[k\] = h_i\[k\] + Σ_{j≠i} C_ij[k, c_j]. f is linear in
 /// each one-hot block, so this is the natural (multilinear) extension. Spec §4.5 is an
 /// instance.
 #[derive(Clone, Debug)]

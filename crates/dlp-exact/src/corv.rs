@@ -1,9 +1,9 @@
 //! Exact references for the change-of-variables Langevin samplers of `dlp_samplers::bounded` on
 //! a 1-D target with a bounded or half-bounded support (paper 001, Yokoi et al., spec §3.2):
 //!
-//! * [`CorvProxy::first_order`]: the first-order bias coefficient c₁ of E_ε[h] − E[h] =
+//! * [`CorvProxy::first_order`]: the first-order bias coefficient c₁ of E_ε\[h\] − E\[h\] =
 //!   ε·c₁ + O(ε²) by quadrature (spec §3.2 item 3);
-//! * [`CorvProxy::stationary_moments`]: the stationary E_ε[θ], E_ε[θ²] of the CoRV chain at a
+//! * [`CorvProxy::stationary_moments`]: the stationary E_ε\[θ\], E_ε\[θ²\] of the CoRV chain at a
 //!   finite step ε by a banded transfer operator solved with GTH (spec §3.2 item 4).
 //!
 //! Both work on the proxy variable φ with θ = F(φ), the sampler's transform; its density is
@@ -70,7 +70,7 @@ impl<'a> CorvProxy<'a> {
         (xs[a], xs[b])
     }
 
-    /// First-order bias coefficients (spec §3.2 item 3): E_ε[h] − E[h] = ε·c₁ + O(ε²) with
+    /// First-order bias coefficients (spec §3.2 item 3): E_ε\[h\] − E\[h\] = ε·c₁ + O(ε²) with
     /// c₁ = Cov_π(h, ¼U′² − ½U″) in the proxy variable, for h(θ) = θ and θ²; trapezoid
     /// quadrature on 40,000 points of [`Self::window`], U″ by a central difference of U′.
     pub fn first_order(&self) -> (f64, f64) {
@@ -101,7 +101,7 @@ impl<'a> CorvProxy<'a> {
         ((e1g - e1 * eg / z) / z, (e2g - e2 * eg / z) / z)
     }
 
-    /// The stationary E_ε[θ] and E_ε[θ²] of the CoRV chain φ′ = φ − εU′(φ) + √(2ε)·ξ at step
+    /// The stationary E_ε\[θ\] and E_ε\[θ²\] of the CoRV chain φ′ = φ − εU′(φ) + √(2ε)·ξ at step
     /// ε (spec §3.2 item 4): cells of width h = √(2ε)/12 over [`Self::window`]; row k of the
     /// transfer matrix is the cell mass of N(x_k − εU′(x_k), 2ε − h²/12) (the −h²/12 undoes
     /// the rounding to cell centres), mass beyond the band or the window folded onto the end

@@ -1,7 +1,7 @@
-//! Factorised categorical model: ℓ(c) = Σ_i log π_i[c_i] (`gof.md` §2).
+//! Factorised categorical model: ℓ(c) = Σ_i log π_i\[c_i\] (`gof.md` §2).
 //!
-//! Gradient with respect to the one-hot matrix of the linear extension Σ_{i,k} E_ik log π_i[k]:
-//! G_i[k] = log π_i[k]. It is exact for every single-coordinate change.
+//! Gradient with respect to the one-hot matrix of the linear extension Σ_{i,k} E_ik log π_i\[k\]:
+//! G_i\[k\] = log π_i\[k\]. It is exact for every single-coordinate change.
 
 use crate::error::{ModelError, check_finite};
 use crate::potts::check_categorical_space;

@@ -1,9 +1,9 @@
-//! Potts model: ℓ(c) = Σ_i h_i[c_i] + Σ_{i<j} J_ij [c_i = c_j] (`gof.md` §2).
+//! Potts model: ℓ(c) = Σ_i h_i\[c_i\] + Σ_{i<j} J_ij [c_i = c_j] (`gof.md` §2).
 //!
 //! The gradient is with respect to the d × K one-hot matrix E of the natural extension
-//! ℓ(E) = Σ_{i,k} h_ik E_ik + Σ_{i<j} J_ij Σ_k E_ik E_jk, i.e. G_i[k] = h_i[k] + Σ_j J_ij [c_j = k].
+//! ℓ(E) = Σ_{i,k} h_ik E_ik + Σ_{i<j} J_ij Σ_k E_ik E_jk, i.e. G_i\[k\] = h_i\[k\] + Σ_j J_ij [c_j = k].
 //! That extension is multilinear across coordinates, so moving coordinate i from a to b changes ℓ
-//! by exactly G_i[b] − G_i[a].
+//! by exactly G_i\[b\] − G_i\[a\].
 
 use crate::couplings::Couplings;
 use crate::error::{ModelError, check_finite};
@@ -56,7 +56,7 @@ impl PottsModel {
         &self.couplings
     }
 
-    /// G_i[k] = h_i[k] + Σ_j J_ij [c_j = k] for every k, into `out` (length K); O(degree + K).
+    /// G_i\[k\] = h_i\[k\] + Σ_j J_ij [c_j = k] for every k, into `out` (length K); O(degree + K).
     #[inline]
     pub fn local_scores(&self, x: &[u32], i: usize, out: &mut [f64]) {
         let k = self.k();

@@ -16,7 +16,7 @@
 //! | `corv-sgld` | φ ← φ + ε(F′(φ)ĝ + f″(φ)/f′(φ)) + √(2ε)η |
 //! | `sgrld` | θ ← lo + \|θ − lo + ε((θ − lo)ĝ + 1) + √(2ε(θ − lo))η\| |
 //!
-//! Guard [R]: a move whose θ = F(φ) is not strictly inside the box (f rounded to an end, or φ
+//! Guard \[R\]: a move whose θ = F(φ) is not strictly inside the box (f rounded to an end, or φ
 //! not finite — e.g. the exp transform's super-linear drift at a large step) is refused for
 //! that coordinate and reported as a rejection in [`StepInfo`], so the chain never leaves the
 //! open box; CoRV with a small step essentially never hits it. Itô has no guard when unclamped:

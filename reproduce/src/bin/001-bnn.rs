@@ -57,7 +57,7 @@ struct Args {
     /// Beta prior α = β on (−1, 1) (the paper does not give them).
     #[arg(long, default_value_t = 0.5)]
     prior: f64,
-    /// candle device: cpu or cuda[:N] (needs the `cuda` feature).
+    /// candle device: cpu or `cuda[:N]` (needs the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     device: String,
     /// Test accuracy threshold for the epochs-to-threshold table.

@@ -1,7 +1,7 @@
 //! Yokoi, Otsuka, Sato (paper 001) §1, Fig. 1: densities of mirror, Itô and CoRV SGLD samples on
 //! nine bounded toys (Beta, Gamma, truncated N(0, 1)) against the exact pdf, each sampler's step
 //! size chosen per target to minimise the RMSE between a 200-bin histogram and the pdf at 100
-//! points (our deterministic log-grid search in [1e−5, 1] instead of the paper's TPE [R]).
+//! points (our deterministic log-grid search in [1e−5, 1] instead of the paper's TPE \[R\]).
 //! One chain of `--steps` steps from the public code's θ₀, every step kept.
 //!
 //! → `results/001-fig1/{tuning.csv, density.csv, summary.json, 001-fig1.svg, 001-fig1.png, meta.json}`.

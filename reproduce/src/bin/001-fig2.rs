@@ -1,6 +1,6 @@
-//! Yokoi, Otsuka, Sato (paper 001) §5 "Empirical result", Fig. 2: error |mean of θ − E[θ]|
+//! Yokoi, Otsuka, Sato (paper 001) §5 "Empirical result", Fig. 2: error |mean of θ − E\[θ\]|
 //! against the step size ε₀ for mirror, Itô and CoRV SGLD on a beta, a gamma and a truncated
-//! normal target. The paper quotes Gamma(0.5, 0.5) (E[θ] = 0.25) and states neither the other two
+//! normal target. The paper quotes Gamma(0.5, 0.5) (E\[θ\] = 0.25) and states neither the other two
 //! panels' parameters nor the run length [R: Beta(2, 0.5), TN(−5, 0), `--steps` after `--burn`,
 //! `--seeds` independent chains]. Beside the simulations, the exact CoRV bias at each ε from the
 //! transfer-operator oracle (ε ≥ `--oracle-min`) and its first-order line c₁ε (spec §3.2).

@@ -3,7 +3,7 @@
 //! mean against iterations, iterations to an RMSE threshold, seconds per iteration. Data: the
 //! MovieLens subset of `just data movielens` (671 × 9,066, 100,004 ratings; the paper's is
 //! MovieLens 10M), or `--synthetic` / `--quick`: a synthetic Poisson-NMF stand-in.
-//! Step size per sampler: the best validation RMSE over a log grid (ours [R], the paper's TPE).
+//! Step size per sampler: the best validation RMSE over a log grid (ours \[R\], the paper's TPE).
 //!
 //! → `results/001-nmf/{tuning.csv, curves.csv, summary.json, 001-nmf.svg, 001-nmf.png, meta.json}`.
 

@@ -1,6 +1,6 @@
-//! Han et al. (AISTATS 2020, paper 004) §4.3, Fig. 3: MSE of the estimate of E[z] on the 10 × 10
+//! Han et al. (AISTATS 2020, paper 004) §4.3, Fig. 3: MSE of the estimate of E\[z\] on the 10 × 10
 //! Ising grid p_*(z) ∝ exp(σ_p Σ_{(i,j)∈E} z_i z_j) (open boundary, no field [spec §7.2, R]), so
-//! E[z] = 0. (a) σ_p = 0.1, n varied; (b) n = 20, σ_p ∈ [−0.15, 0.15]; 200 trials, 500
+//! E\[z\] = 0. (a) σ_p = 0.1, n varied; (b) n = 20, σ_p ∈ [−0.15, 0.15]; 200 trials, 500
 //! iterations, particles from x ~ N(−2, 1), Γ = sign, base N(0, I). Methods: GF-SVGD with ρ = p₀
 //! (the paper's), GF-SVGD with the relaxed surrogate (our extra row), systematic-scan Gibbs (one
 //! sweep per iteration, start sign(x)); exact Monte Carlo has MSE exactly 1/n here (z_i² = 1,
@@ -20,7 +20,7 @@ use serde_json::json;
 const L: usize = 10;
 const METHODS: [IsingMethod; 3] = [IsingMethod::GfSvgd, IsingMethod::GfSvgdRelaxed, IsingMethod::Gibbs];
 
-/// MSE of E[z] on the 10 × 10 Ising grid: GF-SVGD, Gibbs, exact Monte Carlo (Han et al. Fig. 3).
+/// MSE of `E[z]` on the 10 × 10 Ising grid: GF-SVGD, Gibbs, exact Monte Carlo (Han et al. Fig. 3).
 #[derive(Parser, Debug)]
 #[command(name = "004-fig3")]
 struct Args {

@@ -1,7 +1,7 @@
 //! Han et al. (AISTATS 2020, paper 004) §4.3, Fig. 4 and App. Fig. 8: Bernoulli RBM with M = 25
 //! hidden units (spec §7.3: visible ±1, hidden {0, 1} marginalised, W ~ N(0, 0.05), b, c ~
 //! N(0, 1)). (a) d = 100, n varied; (b) n = 100, d varied. GF-SVGD with the relaxed surrogate
-//! (Adam lr `--lr`, 500 iterations) and block Gibbs (500 sweeps), both from x ~ N(0, 1) [R], are
+//! (Adam lr `--lr`, 500 iterations) and block Gibbs (500 sweeps), both from x ~ N(0, 1) \[R\], are
 //! compared with a ground truth of 500 block-Gibbs chains run `--gt-sweeps` sweeps (the paper
 //! and our default run 10⁵), by the unbiased MMD² with k = exp(−H/d) (Fig. 4) and
 //! the MSE of the mean of z (Fig. 8). DHMC is not run (optional, spec §7.3).

@@ -43,7 +43,7 @@ struct Args {
     /// Steps between log-RMSE points [default: 1000; --quick: 100].
     #[arg(long)]
     every: Option<usize>,
-    /// Where E_π[s] comes from [default: enumerate; --quick: spec].
+    /// Where `E_π[s]` comes from [default: enumerate; --quick: spec].
     #[arg(long, value_enum)]
     truth: Option<Truth>,
     /// Comma-separated samplers, `name` or `name@step_size`.

@@ -1,11 +1,11 @@
 //! Gibbs-with-gradients (`gwg`) on sparse Potts models in O((degree + 1)·K·log(dK)) per step
 //! instead of O(dK) (issue 21, item 1).
 //!
-//! On a Potts model ℓ(c) = Σ_i h_i[c_i] + Σ_{i<j} J_ij [c_i = c_j] the one-hot gradient is
-//! G_i[v] = h_i[v] + Σ_j J_ij [c_j = v], and GWG's move (i, v ≠ c_i) has logit
-//! ½(G_i[v] − G_i[c_i]) (the GWG release's convention, [`crate::gwg`]). Moving site i from a to
-//! b changes f by exactly G_i[b] − G_i[a] (the extension is multilinear across sites) and
-//! changes G_j[a] and G_j[b] of the neighbours j only. The chains keep G and a sum tree
+//! On a Potts model ℓ(c) = Σ_i h_i\[c_i\] + Σ_{i<j} J_ij [c_i = c_j] the one-hot gradient is
+//! G_i\[v\] = h_i\[v\] + Σ_j J_ij [c_j = v], and GWG's move (i, v ≠ c_i) has logit
+//! ½(G_i\[v\] − G_i\[c_i\]) (the GWG release's convention, [`crate::gwg`]). Moving site i from a to
+//! b changes f by exactly G_i\[b\] − G_i\[a\] (the extension is multilinear across sites) and
+//! changes G_j\[a\] and G_j\[b\] of the neighbours j only. The chains keep G and a sum tree
 //! ([`super::sum_tree`]) over the d·K move weights exp(logit − c) in the generic kernel's move
 //! order m = i·K + v (the stay slots have weight 0), with c = max_i ½(max h_i − min h_i +
 //! Σ_j |J_ij|) ≥ every logit, so no weight overflows.

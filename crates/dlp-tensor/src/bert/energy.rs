@@ -1,9 +1,9 @@
 //! The one-pass infilling energy (main paper App. I.6): put the candidate tokens θ into the
 //! masked slots M, run BERT once on the whole sequence, and score
-//! f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i].
+//! f(θ) = Σ_{i∈M} log softmax(logits_i)\[θ_i\].
 //!
 //! As a function of the one-hot matrix X of the sequence, f = Σ_{i∈M} Σ_v X_iv · logp_iv(X),
-//! so ∂f/∂X_jv = [j∈M]·logp_jv (the selector) + (∂f/∂E_j)·W_word[v] (the network, through the
+//! so ∂f/∂X_jv = [j∈M]·logp_jv (the selector) + (∂f/∂E_j)·W_word\[v\] (the network, through the
 //! embeddings E = X·W_word). [`BertMlm::energy_grad`] computes the second term by autograd
 //! with respect to the looked-up embeddings and applies the chain rule by hand (cheaper than a
 //! Var on X, which multiplies a [B·S, V] one-hot by the word embeddings);
@@ -24,7 +24,7 @@ impl BertMlm {
         candle_nn::ops::log_softmax(&self.head(&rows)?, D::Minus1)
     }
 
-    /// f of every row of `ids` ([B, S] u32) with the masked positions `masked`, shape [B].
+    /// f of every row of `ids` ([B, S] u32) with the masked positions `masked`, shape \[B\].
     pub fn energy(&self, ids: &Tensor, masked: &[usize]) -> Result<Tensor, Error> {
         let run = || -> candle_core::Result<Tensor> {
             let (b, s) = ids.dims2()?;
@@ -35,7 +35,7 @@ impl BertMlm {
         run().map_err(|e| self.err(e))
     }
 
-    /// f ([B]) and ∂f/∂X at the masked rows ([B, |M|, V]) of every row of `ids`: autograd with
+    /// f (\[B\]) and ∂f/∂X at the masked rows ([B, |M|, V]) of every row of `ids`: autograd with
     /// respect to the looked-up embeddings and the chain rule through E = X·W_word by hand.
     pub fn energy_grad(&self, ids: &Tensor, masked: &[usize]) -> Result<(Tensor, Tensor), Error> {
         let run = || -> candle_core::Result<(Tensor, Tensor)> {
@@ -58,7 +58,7 @@ impl BertMlm {
         run().map_err(|e| self.err(e))
     }
 
-    /// f ([B]) of soft or hard one-hot inputs `x` ([B, S, V], the model's dtype) at the masked
+    /// f (\[B\]) of soft or hard one-hot inputs `x` ([B, S, V], the model's dtype) at the masked
     /// positions, f = Σ_{i∈M} Σ_v x_iv · logp_iv(x): the direct one-hot path, differentiable
     /// with respect to `x` (make it a `Var`). A reference for [`BertMlm::energy_grad`].
     pub fn energy_onehot(&self, x: &Tensor, masked: &[usize]) -> Result<Tensor, Error> {

@@ -13,7 +13,7 @@
 //!   decoder weight tied to the word embeddings when absent; decoder bias from
 //!   `cls.predictions.bias` when `cls.predictions.decoder.bias` is absent).
 //! * [`Vocab`]: vocab.txt, the special tokens, and tokenisation of input lines.
-//! * [`energy`]: the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)[θ_i] and its exact
+//! * [`energy`]: the one-pass energy f(θ) = Σ_{i∈M} log softmax(logits_i)\[θ_i\] and its exact
 //!   gradient with respect to the one-hot of the masked slots; [`InfillTarget`], the
 //!   categorical target the registry's samplers run on; [`gibbs`], Wang & Cho's per-position
 //!   resampling; [`infill`], whole runs (argmax start, chains, top-K fills by f).
