@@ -15,6 +15,7 @@
 pub mod bnn;
 pub mod categorical;
 pub mod couplings;
+pub mod discs;
 pub mod error;
 pub mod fhmm;
 mod fields;
