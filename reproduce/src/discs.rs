@@ -225,3 +225,20 @@ pub fn outcome(
 pub fn z_score(cell: &Cell, chains: usize, (mean, var): (f64, f64)) -> f64 {
     (cell.stat_mean - mean) / (var / (cell.ess * chains as f64)).sqrt()
 }
+
+/// A task of the run: a generated DISCS task by name, or any `dlp.model.v1` file by path (e.g.
+/// an RBM trained here by `fig4`, which writes `rbm.json`): its model, whether it is small
+/// enough to enumerate, and a line saying what it is and where it comes from.
+pub fn load_task(name: &str) -> Result<(dlp_models::Model, bool, String)> {
+    if let Some(t) = dlp_models::discs::find(name) {
+        return Ok((t.model()?, t.enumerable, format!("{} [{}]", t.doc, t.source)));
+    }
+    let path = std::path::Path::new(name);
+    if !path.is_file() {
+        let names: Vec<&str> = dlp_models::discs::TASKS.iter().map(|t| t.name).collect();
+        anyhow::bail!("--tasks: {name:?} is neither a DISCS task ({}) nor a model file", names.join(", "));
+    }
+    let model = dlp_models::load_model(path)?;
+    let small = model.space().n_states().is_some_and(|n| n <= 1 << 16);
+    Ok((model, small, format!("model file {name}")))
+}

@@ -10,9 +10,9 @@
 //!
 //! Gradient: DISCS differentiates the same formula on real x (autodiff), so
 //! ∂ℓ/∂x_{lk} = [l = 0] log(α/(1 − α)) + D ([l > 0](1 − 2x_{l−1,k}) + [l < L−1](1 − 2x_{l+1,k}))
-//! + r_l w_k / σ², D = log((1 − β)/β), r_l = y_l − Σ_k x_{lk} w_k − b. ℓ is linear in each bit
-//! except for the squared residual, so flipping x_{lk} (δ = 1 − 2x_{lk}) changes ℓ by exactly
-//! g δ − w_k²/(2σ²): the conditionals use that, O(K) per site.
+//! plus r_l w_k / σ², with D = log((1 − β)/β) and r_l = y_l − Σ_k x_{lk} w_k − b. ℓ is linear
+//! in each bit except for the squared residual, so flipping x_{lk} (δ = 1 − 2x_{lk}) changes ℓ
+//! by exactly g δ − w_k²/(2σ²): the conditionals use that, O(K) per site.
 
 use crate::error::{ModelError, check_finite};
 use crate::fields::{err, number, vector};
@@ -138,8 +138,8 @@ impl FhmmModel {
         let (la, l1a) = (self.alpha.ln(), (1.0 - self.alpha).ln());
         let (lb, l1b) = (self.beta.ln(), (1.0 - self.beta).ln());
         let mut total = 0.0;
-        for j in 0..k {
-            total += if x[j] == 1 { la } else { l1a };
+        for &v in &x[..k] {
+            total += if v == 1 { la } else { l1a };
         }
         for s in k..x.len() {
             total += if x[s] != x[s - k] { l1b } else { lb };
@@ -187,8 +187,8 @@ impl Conditionals for FhmmModel {
         let k = self.w.len();
         for i in 0..self.l {
             let r = self.residual(x, i);
-            for s in i * k..(i + 1) * k {
-                out[s] = self.flip_with(x, s, r);
+            for (s, o) in out.iter_mut().enumerate().skip(i * k).take(k) {
+                *o = self.flip_with(x, s, r);
             }
         }
         Ok(())
@@ -298,8 +298,8 @@ mod tests {
     fn real_extension(m: &FhmmModel, x: &[f64]) -> f64 {
         let k = m.w.len();
         let mut t = 0.0;
-        for j in 0..k {
-            t += x[j] * m.alpha.ln() + (1.0 - x[j]) * (1.0 - m.alpha).ln();
+        for &v in &x[..k] {
+            t += v * m.alpha.ln() + (1.0 - v) * (1.0 - m.alpha).ln();
         }
         for s in k..x.len() {
             let c = x[s - k] + x[s] - 2.0 * x[s - k] * x[s];

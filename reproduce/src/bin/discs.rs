@@ -10,8 +10,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_core::rng::derive_seed;
-use dlp_models::discs::{TASKS, find};
-use dlp_reproduce::discs::{Outcome, exact_statistic, outcome, samplers, z_score};
+use dlp_reproduce::discs::{Outcome, exact_statistic, load_task, outcome, samplers, z_score};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, parse_list};
 use serde_json::json;
 
@@ -27,16 +26,16 @@ const DISCS_STEPS: usize = 100_000;
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// Comma-separated tasks (`dlp_models::discs`) [default: the DISCS-sized ones; --quick: the enumerable tier].
+    /// Comma-separated tasks: DISCS task names (`dlp_models::discs`) or model files [default: the DISCS-sized ones; --quick: the enumerable tier].
     #[arg(long)]
     tasks: Option<String>,
     /// Comma-separated sampler names to run (default: every registry row).
     #[arg(long)]
     samplers: Option<String>,
-    /// Chains per cell [default: 16; --quick: 8]. DISCS: 100.
+    /// Chains per cell [default: 8; --quick: 8]. DISCS: 100.
     #[arg(long)]
     chains: Option<usize>,
-    /// Steps per chain, burn-in included [default: 2000; --quick: 2000]. DISCS: 100,000.
+    /// Steps per chain, burn-in included [default: 800; --quick: 2000]. DISCS: 100,000.
     #[arg(long)]
     steps: Option<usize>,
     /// Burn-in fraction (DISCS's `ess_ratio`).
@@ -56,14 +55,12 @@ fn run(args: Args) -> Result<()> {
     let tasks: Vec<String> =
         parse_list(&args.tasks.clone().unwrap_or_else(|| c.pick(None, FULL_TASKS, QUICK_TASKS).into()), "--tasks")?;
     let only: Option<Vec<String>> = args.samplers.as_deref().map(|s| parse_list(s, "--samplers")).transpose()?;
-    let (chains, steps) = (c.pick(args.chains, 16, 8), c.pick(args.steps, 2000, 2000));
+    let (chains, steps) = (c.pick(args.chains, 8, 8), c.pick(args.steps, 800, 2000));
     let (burn, kept) = dlp_core::stats::discs_split(steps, args.ess_ratio);
     if chains == 0 || kept < 4 || !(0.0..1.0).contains(&args.ess_ratio) {
         bail!("need --chains ≥ 1, --ess-ratio in [0, 1) and at least 4 kept steps");
     }
-    if let Some(bad) = tasks.iter().find(|t| find(t).is_none()) {
-        bail!("--tasks: unknown task {bad:?} (have {})", TASKS.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
-    }
+    let models = tasks.iter().map(|t| load_task(t)).collect::<Result<Vec<_>>>()?;
     let mut run = Run::start("discs", c)?;
     run.resume = args.resume;
     let seed = run.seed();
@@ -77,10 +74,9 @@ fn run(args: Args) -> Result<()> {
     let bar = run.progress((tasks.len() * chosen.len()) as u64, "discs cells");
     let (mut rows, mut skipped, mut cells) = (Vec::new(), Vec::new(), Vec::new());
     for (ti, name) in tasks.iter().enumerate() {
-        let task = find(name).expect("checked above");
-        let model = task.model()?;
+        let (model, enumerable, doc) = &models[ti];
         let task_seed = derive_seed(seed, &[ti as u64]);
-        let exact = if task.enumerable { Some(exact_statistic(&model, chains, task_seed)?) } else { None };
+        let exact = if *enumerable { Some(exact_statistic(model, chains, task_seed)?) } else { None };
         let mut bars = Vec::new();
         for (sampler, spec, why) in &chosen {
             bar.inc(1);
@@ -91,7 +87,7 @@ fn run(args: Args) -> Result<()> {
             let identity = json!({"task": name, "sampler": sampler, "chains": chains, "steps": steps, "burn": burn, "seed": task_seed});
             let threads = c.threads.unwrap_or(0);
             let o = run.cell(&format!("{name}--{sampler}"), &identity, || {
-                outcome(&model, sampler, spec, (chains, burn, kept), task_seed, threads)
+                outcome(model, sampler, spec, (chains, burn, kept), task_seed, threads)
             })?;
             let cell = match o {
                 Outcome::Ran(cell) => cell,
@@ -136,14 +132,14 @@ fn run(args: Args) -> Result<()> {
             v.sort_by(|a, b| (if k == 0 { b.1 } else { b.2 }).total_cmp(&(if k == 0 { a.1 } else { a.2 })));
             v.iter().map(|b| b.0.clone()).collect::<Vec<_>>()
         };
-        cells.push(json!({"task": name, "doc": task.doc, "source": task.source, "rank_per_eval": rank(0), "rank_per_second": rank(1)}));
+        cells.push(json!({"task": name, "doc": doc, "rank_per_eval": rank(0), "rank_per_second": rank(1)}));
         let panel = |k: usize, label: &str| Panel::Bars {
             title: format!("{name}: {label}"),
             x_label: label.into(),
             bars: bars.iter().map(|b| (b.0.clone(), if k == 0 { b.1 } else { b.2 })).collect(),
         };
         let labels = bars.iter().map(|b| b.0.clone()).collect();
-        let caption = format!("DISCS {name} ({}): {chains} chains, {steps} steps, seed {seed}", task.doc);
+        let caption = format!("DISCS {name}: {chains} chains, {steps} steps, seed {seed}");
         run.write_figure(
             &format!("discs-{name}"),
             &Figure { caption, labels, panels: vec![panel(0, "ESS per evaluation"), panel(1, "ESS per second")] },
