@@ -72,7 +72,7 @@ fn run(args: Args) -> Result<()> {
         chosen.len()
     );
     let bar = run.progress((tasks.len() * chosen.len()) as u64, "discs cells");
-    let (mut rows, mut skipped, mut cells) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut rows, mut skipped, mut cells, mut ranks) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (ti, name) in tasks.iter().enumerate() {
         let (model, enumerable, doc) = &models[ti];
         let task_seed = derive_seed(seed, &[ti as u64]);
@@ -132,7 +132,7 @@ fn run(args: Args) -> Result<()> {
             v.sort_by(|a, b| (if k == 0 { b.1 } else { b.2 }).total_cmp(&(if k == 0 { a.1 } else { a.2 })));
             v.iter().map(|b| b.0.clone()).collect::<Vec<_>>()
         };
-        cells.push(json!({"task": name, "doc": doc, "rank_per_eval": rank(0), "rank_per_second": rank(1)}));
+        ranks.push(json!({"task": name, "doc": doc, "rank_per_eval": rank(0), "rank_per_second": rank(1)}));
         let panel = |k: usize, label: &str| Panel::Bars {
             title: format!("{name}: {label}"),
             x_label: label.into(),
@@ -158,7 +158,7 @@ fn run(args: Args) -> Result<()> {
         "ess_note": "DISCS's ESS: per-chain TFP ESS of the distance to one random reference state, mean over chains (dlp_core::stats::DiscsEss)",
         "eval_note": "ESS per evaluation = mean ESS / (density + gradient evaluations per chain in the kept steps, as our samplers count them); DISCS divides by its nominal per-step count × all steps × ess_ratio",
         "seconds_note": "ESS per second = mean ESS / sampler seconds of the kept steps summed over all chains (one core's time for the whole batch)",
-        "cells": cells, "skipped": skipped,
+        "tasks": ranks, "cells": cells, "skipped": skipped,
     }))?;
     run.finish(
         &json!({"tasks": tasks, "chains": chains, "steps": steps, "ess_ratio": args.ess_ratio, "samplers": only}),
