@@ -13,6 +13,7 @@
 //! * [`corv`] (paper 001 Figs. 1–2: bounded toys, exact CoRV oracles),
 //! * [`bnn`] (Tables 2 and 4: binary Bayesian neural networks),
 //! * [`ebm`] (Table 1 / Fig. 9: ResNet deep EBMs by PCD, AIS evaluation, checkpoints),
+//! * [`discs`] (DISCS's benchmark: every registry sampler on its classical tasks),
 //! * [`bias`] (Figs. 1a/1b), [`ising`] (Figs. 2, 3, 7), [`rbm`] (Fig. 4), [`pcd`] (Fig. 5),
 //!   [`gof_power`], [`gf_svgd`] (paper 004's Figs. 1–3, 7): each experiment's maths and its claims;
 //! * [`sweep`]: seeds × flag values of any binary, locally or as a Slurm array (`dlp-sweep`).
@@ -25,6 +26,7 @@ pub mod corv;
 #[cfg(feature = "tensor")]
 pub mod corv_bnn;
 pub mod csv_out;
+pub mod discs;
 #[cfg(feature = "tensor")]
 pub mod ebm;
 #[cfg(feature = "plain")]

@@ -83,6 +83,16 @@ pub enum Panel {
         /// The curves and their bands.
         bands: Vec<Band>,
     },
+    /// Horizontal bars per category on a log10 value axis (DISCS's bar charts, turned so that
+    /// long sampler names fit): one value each, non-positive or non-finite values left out.
+    Bars {
+        /// Panel title.
+        title: String,
+        /// Value axis description.
+        x_label: String,
+        /// (category, value), top to bottom.
+        bars: Vec<(String, f64)>,
+    },
     /// Box plots per category on a log10 y axis.
     Boxes {
         /// Panel title.
@@ -409,6 +419,48 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
                 }
                 draw_legend(&mut chart, corner)?;
+            }
+            Panel::Bars { title, x_label, bars } => {
+                let n = bars.len().max(1);
+                let logs: Vec<f64> =
+                    bars.iter().map(|b| if b.1 > 0.0 && b.1.is_finite() { b.1.log10() } else { f64::NAN }).collect();
+                let xr = padded_range(logs.iter().copied());
+                let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+                let mut chart = ChartBuilder::on(&area)
+                    .caption(title, ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(40)
+                    .y_label_area_size(110)
+                    .build_cartesian_2d(xr.clone(), -0.5..(n as f64 - 0.5))
+                    .map_err(e)?;
+                chart
+                    .configure_mesh()
+                    .disable_y_mesh()
+                    .y_labels(2 * n + 1)
+                    .y_label_formatter(&|v| {
+                        let i = v.round();
+                        // Row 0 is drawn at the top.
+                        if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                            names[n - 1 - i as usize].clone()
+                        } else {
+                            String::new()
+                        }
+                    })
+                    .x_label_formatter(&|v| short_number(10f64.powf(*v)))
+                    .light_line_style(WHITE)
+                    .x_desc(x_label)
+                    .draw()
+                    .map_err(e)?;
+                for (i, (b, v)) in bars.iter().zip(&logs).enumerate() {
+                    if !v.is_finite() {
+                        continue;
+                    }
+                    let y = (n - 1 - i) as f64;
+                    let color = figure.color(&b.0);
+                    chart
+                        .draw_series([Rectangle::new([(xr.start, y - 0.35), (*v, y + 0.35)], color.mix(0.7).filled())])
+                        .map_err(e)?;
+                }
             }
             Panel::Boxes { title, y_label, boxes } => {
                 let logs = |b: &BoxStats| b.five.map(|v| v.log10());

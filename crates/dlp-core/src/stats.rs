@@ -179,6 +179,74 @@ pub fn two_proportion_z(p1: f64, n1: f64, p2: f64, n2: f64) -> f64 {
     if se > 0.0 { (p1 - p2) / se } else { 0.0 }
 }
 
+/// DISCS's statistic of a state (google-research/discs, `experiment/sampling.py`,
+/// `_get_mapped_samples`): Σ_i |x_i − r_i| over the category indices of the state and a
+/// fixed reference state r. On binary and spin spaces this is the Hamming distance; on
+/// categorical spaces DISCS's code takes the L1 distance between the integer category
+/// indices (its states are index arrays there), which is what this computes too — it is not
+/// the number of differing sites when K > 2.
+pub fn discs_distance(x: &[u32], reference: &[u32]) -> f64 {
+    x.iter().zip(reference).map(|(&a, &b)| a.abs_diff(b) as f64).sum()
+}
+
+/// DISCS's burn-in and kept lengths for `chain_length` steps and `ess_ratio` (its
+/// `experiment.ess_ratio`, 0.5 by default): steps 1..=⌊L·r⌋ are burn-in, the remaining
+/// L − ⌊L·r⌋ states are kept (`sampling.py`: `burn_in_length = int(L · r) + 1`).
+pub fn discs_split(chain_length: usize, ess_ratio: f64) -> (usize, usize) {
+    let burn = ((chain_length as f64) * ess_ratio).floor() as usize;
+    (burn, chain_length - burn.min(chain_length))
+}
+
+/// DISCS's ESS of one run (its `evaluators/ess_eval.py`): each chain's kept statistic series
+/// (`n_chains` rows of equal length, chain-major) gets TensorFlow Probability's
+/// `effective_sample_size` on its own — the draws axis is axis 0 and no `cross_chain_dims`
+/// is given, so chains are not pooled — which is [`ess_tfp`] (autocovariance with divisor
+/// n − k, truncated at the first negative autocorrelation); a NaN (constant series) becomes
+/// 1 (`nan_to_num(nan=1.0)`, as [`ess_tfp`] already does). The run's ESS is the mean over
+/// chains, reported with the population standard deviation (`jnp.std`). DISCS computes in
+/// float32; this computes in f64.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiscsEss {
+    /// Mean over chains of the per-chain ESS (DISCS's reported ESS).
+    pub mean: f64,
+    /// Standard deviation over chains (divisor n_chains).
+    pub std: f64,
+    /// Each chain's ESS.
+    pub per_chain: Vec<f64>,
+}
+
+impl DiscsEss {
+    /// DISCS's ESS of `series`: `n_chains` chain-major rows of kept statistics.
+    pub fn of(series: &[f64], n_chains: usize) -> DiscsEss {
+        assert!(n_chains > 0 && series.len().is_multiple_of(n_chains), "series must be n_chains equal rows");
+        let n = series.len() / n_chains;
+        let per_chain: Vec<f64> =
+            if n == 0 { vec![0.0; n_chains] } else { series.chunks_exact(n).map(ess_tfp).collect() };
+        let mean = per_chain.iter().sum::<f64>() / n_chains as f64;
+        let std = (per_chain.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / n_chains as f64).sqrt();
+        DiscsEss { mean, std, per_chain }
+    }
+
+    /// ESS per energy evaluation by DISCS's convention (`ess_eval.py`,
+    /// `_eval_over_num_ll_calls`): mean ESS / (`evaluations` × `ess_ratio`), where
+    /// `evaluations` counts the whole run, burn-in included, once per step for the whole batch
+    /// of chains (DISCS's `num_ll_calls` is one scalar per sampler state, incremented by the
+    /// sampler's nominal count per step: randomwalk 2, gwg/dmala/dlmc 4, gibbs K,
+    /// hammingball (K − 1)·block + 1, blockgibbs K^block, locally balanced and path auxiliary
+    /// the model's neighbourhood calls — a value and a gradient count one each). With the
+    /// default ratio 0.5 and a constant count per step this is ESS per evaluation of the
+    /// kept half.
+    pub fn per_evaluation(&self, evaluations: f64, ess_ratio: f64) -> f64 {
+        self.mean / (evaluations * ess_ratio)
+    }
+
+    /// ESS per second (`_eval_over_time`): mean ESS / the wall time of the kept steps' sampler
+    /// calls alone (DISCS times only `stp_mixing` after burn-in; statistic and ESS excluded).
+    pub fn per_second(&self, seconds: f64) -> f64 {
+        self.mean / seconds
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +327,62 @@ mod tests {
         let z = two_proportion_z(0.6, 100.0, 0.4, 100.0);
         assert!((z - 0.2 / 0.005f64.sqrt()).abs() < 1e-12, "{z}");
         assert!(two_proportion_z(0.0, 10.0, 0.0, 10.0) == 0.0 && two_proportion_z(0.4, 10.0, 0.6, 10.0) < 0.0);
+    }
+
+    #[test]
+    fn discs_ess_by_hand() {
+        // Statistic: reference (0, 2, 1) against states (1, 2, 3) → |1−0| + 0 + |3−1| = 3,
+        // and (0, 0, 1) → 0 + 2 + 0 = 2 (index L1, not the 2 and 1 differing sites).
+        assert_eq!(discs_distance(&[1, 2, 3], &[0, 2, 1]), 3.0);
+        assert_eq!(discs_distance(&[0, 0, 1], &[0, 2, 1]), 2.0);
+        // Chain 0 = (1, 1, 0, 0): mean ½, centred ±½, c0 = ¼, c1 = (¼ − ¼ + ¼)/3 = 1/12 so
+        // ρ1 = ⅓, c2 = (−¼ − ¼)/2 < 0 stops. Σ = 1 + (3/4)(1/3) = 5/4, ESS = 4/(−1 + 5/2) = 8/3.
+        // Chain 1 is constant: NaN in TFP, 1 after nan_to_num. Mean (8/3 + 1)/2 = 11/6,
+        // population std |8/3 − 1|/2 = 5/6.
+        let e = DiscsEss::of(&[1.0, 1.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0], 2);
+        assert!((e.per_chain[0] - 8.0 / 3.0).abs() < 1e-12, "{:?}", e.per_chain);
+        assert_eq!(e.per_chain[1], 1.0);
+        assert!((e.mean - 11.0 / 6.0).abs() < 1e-12 && (e.std - 5.0 / 6.0).abs() < 1e-12, "{e:?}");
+        // 10 steps at 4 evaluations per step, ratio ½: 11/6 / 20; 11/6 per 2 s.
+        assert!((e.per_evaluation(40.0, 0.5) - 11.0 / 120.0).abs() < 1e-12);
+        assert!((e.per_second(2.0) - 11.0 / 12.0).abs() < 1e-12);
+        // sampling.py: L = 100 000, r = ½ → 50 000 burn-in steps, 50 000 kept; L = 7 → 3, 4.
+        assert_eq!(discs_split(100_000, 0.5), (50_000, 50_000));
+        assert_eq!(discs_split(7, 0.5), (3, 4));
+    }
+
+    #[test]
+    fn discs_ess_agrees_with_the_multi_chain_geyer_ess_on_ar1_chains() {
+        // Eight stationary AR(1) chains, φ = ½, 50 000 draws each: the true ESS per chain is
+        // n (1 − φ)/(1 + φ) = n/3. DISCS's per-chain mean × chains and ArviZ's pooled Geyer
+        // ESS (`diagnostics::ess_geyer`, checked against ArviZ) estimate the same total. Each
+        // per-chain estimate has a relative standard deviation of about √(2(2M + 1)/n) ≈ 4%
+        // for a truncation lag M ≈ 20, so the mean of eight about 1.5%; the 10% band is over
+        // six standard deviations (false failure < 1e-8 for a normal approximation; the seed
+        // is fixed anyway).
+        use rand::RngExt;
+        let (chains, n, phi) = (8usize, 50_000usize, 0.5f64);
+        let mut x = Vec::with_capacity(chains * n);
+        for c in 0..chains {
+            let mut rng = crate::rng::chain_rng(43, c);
+            let mut v = 0.0f64;
+            for t in 0..n + 100 {
+                // Box–Muller from two uniforms (no distribution crate needed in a test).
+                let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random::<f64>());
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                v = phi * v + (1.0 - phi * phi).sqrt() * z;
+                if t >= 100 {
+                    x.push(v);
+                }
+            }
+        }
+        let truth = (chains * n) as f64 * (1.0 - phi) / (1.0 + phi);
+        let discs = DiscsEss::of(&x, chains).mean * chains as f64;
+        let geyer = crate::diagnostics::ess_geyer(&x, chains);
+        assert!((discs / truth - 1.0).abs() < 0.1, "DISCS {discs} vs truth {truth}");
+        assert!((geyer / truth - 1.0).abs() < 0.1, "Geyer {geyer} vs truth {truth}");
+        assert!((discs / geyer - 1.0).abs() < 0.1, "DISCS {discs} vs Geyer {geyer}");
+        // One chain: DISCS's ESS is the paper's single-series estimator itself.
+        assert_eq!(DiscsEss::of(&x[..n], 1).mean, ess_tfp(&x[..n]));
     }
 }

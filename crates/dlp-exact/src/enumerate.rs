@@ -398,6 +398,15 @@ pub fn expectation(target: &dyn Target, h: &StateFn<'_>) -> Result<f64, ExactErr
     Ok(e.expectations[0])
 }
 
+/// E_π[h] and Var_π[h] of one statistic (e.g. DISCS's distance to a reference state: the
+/// ground truth of its chains' means and of the variance in its ESS), in one enumeration.
+pub fn mean_variance(target: &dyn Target, h: &StateFn<'_>) -> Result<(f64, f64), ExactError> {
+    let square = |x: &[u32]| h(x).powi(2);
+    let e = enumerate_with(target, &EnumOptions { pair_moments: false, keep_probs: false }, &[h, &square])?;
+    let (m, m2) = (e.expectations[0], e.expectations[1]);
+    Ok((m, (m2 - m * m).max(0.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

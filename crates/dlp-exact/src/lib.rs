@@ -32,7 +32,7 @@ pub mod spectrum;
 
 pub use enumerate::{
     EnumOptions, Enumeration, enumerate, enumerate_plain, enumerate_with, expectation, gray_code_applies,
-    log_densities, probabilities,
+    log_densities, mean_variance, probabilities,
 };
 pub use lattice::ising_mean_and_dula_mean;
 pub use matrix::{

@@ -35,9 +35,18 @@ impl Format {
     }
 }
 
+/// The prefix of a generated DISCS task in place of a model file path (`discs:ising`).
+pub const DISCS_PREFIX: &str = "discs:";
+
 /// Loads and validates a model file; errors display as `gof.md` §10.5 lines (without `error: `).
+/// `discs:NAME` instead of a path is DISCS task NAME ([`crate::discs`]).
 pub fn load_model(path: &Path) -> Result<Model, ModelError> {
     let file = path.display().to_string();
+    // `discs:NAME` names a generated DISCS task (crate::discs), so every command taking a
+    // model file takes the benchmark's tasks too.
+    if let Some(name) = file.strip_prefix(DISCS_PREFIX) {
+        return crate::discs::task(name).map_err(|e| e.in_file(&file));
+    }
     let format = Format::from_path(path).ok_or_else(|| ModelError::Invalid {
         file: file.clone(),
         message: "unknown model file extension (expected .json or .toml)".into(),

@@ -6,6 +6,8 @@
 //! * [`Model`]: any of them, as read from a `dlp.model.v1` file by [`load_model`] /
 //!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`]. Each file
 //!   `kind` is one module of [`kinds`] registering a [`ModelKind`].
+//! * [`FhmmModel`]: DISCS's factorial HMM posterior (kind `fhmm`); [`discs`]: DISCS's classical
+//!   tasks as named generators with fixed seeds, also read by [`load_model`] as `discs:NAME`.
 //! * [`samples`]: the samples file grammar of `gof.md` §10.2 (read and atomic write).
 //! * [`nmf`]: Bayesian Poisson NMF (paper 001 §6.1), a continuous target on (0, ∞)^((I+J)R)
 //!   with minibatches of observed entries and a synthetic data generator.
@@ -15,7 +17,9 @@
 pub mod bnn;
 pub mod categorical;
 pub mod couplings;
+pub mod discs;
 pub mod error;
+pub mod fhmm;
 mod fields;
 pub mod file;
 pub mod ising;
@@ -32,6 +36,7 @@ pub use bnn::BnnModel;
 pub use categorical::CategoricalModel;
 pub use couplings::{Couplings, LatticeSpec};
 pub use error::ModelError;
+pub use fhmm::FhmmModel;
 pub use file::{Format, load_model, parse_model_str};
 pub use ising::IsingModel;
 pub use logistic::LogisticModel;

@@ -255,7 +255,7 @@ impl Mix {
 }
 
 /// The kinds a model file can name (every one in `dlp_models::kinds::KINDS`).
-const KINDS: [&str; 7] = ["ising", "potts", "rbm", "categorical", "table", "logistic", "bnn"];
+const KINDS: [&str; 8] = ["ising", "potts", "rbm", "categorical", "table", "logistic", "bnn", "fhmm"];
 
 /// A valid model of kind `KINDS[kind]` with small random shapes and numbers.
 fn valid_model(kind: usize, seed: u64) -> Value {
@@ -328,6 +328,17 @@ fn valid_model(kind: usize, seed: u64) -> Value {
             o.insert("tau".into(), json!(1.0));
             o.insert("x".into(), r.mat(n, p));
             o.insert("y".into(), json!((0..n).map(|_| r.below(2)).collect::<Vec<_>>()));
+        }
+        "fhmm" => {
+            // d = L·K: L time steps of K binary chains.
+            let (l, kk) = (1 + r.below(3), 1 + r.below(2));
+            o.insert("d".into(), json!(l * kk));
+            o.insert("y".into(), r.vec(l));
+            o.insert("w".into(), r.vec(kk));
+            o.insert("b".into(), json!(r.real()));
+            o.insert("sigma".into(), json!(1.5));
+            o.insert("alpha".into(), json!(0.1));
+            o.insert("beta".into(), json!(0.8));
         }
         _ => unreachable!(),
     }
@@ -867,7 +878,7 @@ fn found_defects_stay_fixed() {
     // DEL and C1 controls, which JSON leaves unescaped, were printed raw.
     assert_eq!(
         json(&format!(r#"{{{base}: {{"\u007f": null}}, "d": 2}}"#)),
-        r#"m.json: unknown kind {"\u007f":null} (expected ising, potts, rbm, categorical, table, logistic or bnn)"#
+        r#"m.json: unknown kind {"\u007f":null} (expected ising, potts, rbm, categorical, table, logistic, bnn or fhmm)"#
     );
     assert_eq!(json(&format!(r#"{{{base}: "ising", "d": 2, "\u0085": 1}}"#)), r#"m.json: unknown key "\u0085""#);
     // A huge d or K was allocated (the process aborted), a large K checked in quadratic time.

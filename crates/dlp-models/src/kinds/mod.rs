@@ -21,6 +21,7 @@ pub static KINDS: &[&ModelKind] = &[
     &table::KIND,
     &crate::logistic::KIND,
     &crate::bnn::KIND,
+    &crate::fhmm::KIND,
 ];
 
 /// The registered kind called `name`.
