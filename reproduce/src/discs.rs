@@ -12,7 +12,7 @@ use anyhow::Result;
 use dlp_core::stats::{DiscsEss, discs_distance};
 use dlp_core::{Observer, RunOptions, Sampler, Space, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_exact::mean_variance;
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size};
+use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
 use dlp_samplers::registry::{Param, REGISTRY, find};
 use dlp_samplers::{SamplerParams, SamplerSpec, build_sampler};
 use rand::RngExt;
@@ -126,18 +126,19 @@ pub fn run_cell(
     let (params, source) = if adapts && burn > 0 {
         let a = AdaptOptions {
             warmup: burn,
-            target_accept: spec.target_accept,
+            target_accept: default_target_accept(name),
             window: (burn / 10).max(1),
             ..Default::default()
         };
         let adapted = adapt_step_size(name, &SamplerParams::default(), target, &x0, &a, &opts)?;
         x0 = adapted.positions.clone();
         let p = SamplerParams {
-            step_size: Some(adapted.step_size),
+            step_size: adapted.step_size,
             step_size_min: adapted.step_size_min,
+            ladder: adapted.ladder.clone(),
             ..Default::default()
         };
-        (p, format!("adapted in burn-in toward acceptance {}", spec.target_accept))
+        (p, format!("adapted in burn-in toward acceptance {}", default_target_accept(name)))
     } else if spec.takes(Param::StepSize) {
         (
             SamplerParams { step_size: spec.tests.step_size, ..Default::default() },
