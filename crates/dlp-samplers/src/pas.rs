@@ -71,16 +71,13 @@
 //! (the code's categorical variant also draws a class per site; not implemented here).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
-use crate::proposal::{accept_prob, mh_accept, sample_weights};
+use crate::mh::{Caching, MhChains, MoveProposal, exact_eval};
+use crate::proposal::{accept_prob, sample_weights};
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{
-    Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
-    Transition,
-};
+use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -279,35 +276,9 @@ impl Sampler for Pas {
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
         let d = space.d;
-        let n = x0.len() / d;
-        let mut f = vec![0.0; n];
-        let mut grad = vec![0.0; n * d];
-        target.log_density_grad_batch(x0, &mut f, &mut grad)?;
-        let mut logit = vec![0.0; n * d];
-        let mut w = vec![0.0; n * d];
-        for (((x, g), l), w) in x0.chunks(d).zip(grad.chunks(d)).zip(logit.chunks_mut(d)).zip(w.chunks_mut(d)) {
-            site_weights(x, g, l, w);
-        }
         let (lo, hi, theta) = self.lengths(d);
-        Ok(Box::new(PasChains {
-            target,
-            lo,
-            hi,
-            theta,
-            lens: vec![lo; n],
-            x: x0.to_vec(),
-            f,
-            logit,
-            w,
-            y: vec![0; n * d],
-            f_y: vec![0.0; n],
-            grad_y: vec![0.0; n * d],
-            logit_y: vec![0.0; d],
-            w_y: vec![0.0; d],
-            paths: vec![0; n * hi],
-            scratch: vec![0.0; d],
-            taken: vec![false; d],
-        }))
+        let proposal = PasProposal { lo, hi, theta, scratch: vec![0.0; d], taken: vec![false; d] };
+        Ok(Box::new(MhChains::on_target(target, proposal, true, Caching::Keep, x0)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -375,78 +346,70 @@ fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> 
     row
 }
 
-struct PasChains<'t> {
-    target: &'t dyn Target,
+/// PAS's proposal for the one MH kernel ([`MhChains`]): a length, then a path of that many
+/// distinct sites from x's weights; the move record is the path, whose reverse under y's
+/// weights the test scores ([`log_accept_ratio`]).
+struct PasProposal {
     /// Flips per proposal: `hi` with probability `theta`, else `lo` (`Pas::lengths`).
     lo: usize,
     hi: usize,
     theta: f64,
-    /// This step's length of each chain.
-    lens: Vec<usize>,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    /// Site log-weights and weights of the current states (d per chain).
-    logit: Vec<f64>,
-    w: Vec<f64>,
-    y: Vec<u32>,
-    f_y: Vec<f64>,
-    grad_y: Vec<f64>,
-    logit_y: Vec<f64>,
-    w_y: Vec<f64>,
-    paths: Vec<usize>,
+    /// [`draw_path`]'s weights (length d).
     scratch: Vec<f64>,
+    /// [`path_log_prob`]'s marks (length d, left all false).
     taken: Vec<bool>,
 }
 
-impl Chains for PasChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.f.len()
+/// What a PAS chain keeps of its state: the site log-weights and weights ([`site_weights`]).
+struct PasCache {
+    logit: Vec<f64>,
+    w: Vec<f64>,
+}
+
+/// A drawn path: its first `len` entries.
+struct PasPath {
+    len: usize,
+    sites: Vec<usize>,
+}
+
+impl MoveProposal for PasProposal {
+    type Cache = PasCache;
+    type Move = PasPath;
+
+    fn new_cache(&self, space: &Space) -> PasCache {
+        PasCache { logit: vec![0.0; space.d], w: vec![0.0; space.d] }
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
+    fn new_move(&self, _: &Space) -> PasPath {
+        PasPath { len: self.lo, sites: vec![0; self.hi] }
     }
 
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
+    fn prepare(&self, _: &Space, x: &[u32], grad: &[f64], c: &mut PasCache) {
+        site_weights(x, grad, &mut c.logit, &mut c.w);
     }
 
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let d = self.target.space().d;
-        let (n, hi) = (self.f.len(), self.hi);
-        // Draw every chain's path first so that the proposals are evaluated in one batch. A
-        // fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
-        for (j, rng) in rngs.iter_mut().enumerate().take(n) {
-            let len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
-            self.lens[j] = len;
-            let path = &mut self.paths[j * hi..j * hi + len];
-            draw_path(&self.w[j * d..(j + 1) * d], path, &mut self.scratch, rng);
-            flip(&self.x[j * d..(j + 1) * d], path, &mut self.y[j * d..(j + 1) * d]);
-        }
-        self.target.log_density_grad_batch(&self.y, &mut self.f_y, &mut self.grad_y)?;
-        for j in 0..n {
-            let xs = j * d..(j + 1) * d;
-            site_weights(&self.y[xs.clone()], &self.grad_y[xs.clone()], &mut self.logit_y, &mut self.w_y);
-            let a = log_accept_ratio(
-                self.f[j],
-                self.f_y[j],
-                &self.logit[xs.clone()],
-                &self.w[xs.clone()],
-                &self.logit_y,
-                &self.w_y,
-                &self.paths[j * hi..j * hi + self.lens[j]],
-                &mut self.taken,
-            );
-            let (accepted, accept_prob) = mh_accept(a, &mut rngs[j]);
-            if accepted {
-                self.x[xs.clone()].copy_from_slice(&self.y[xs.clone()]);
-                self.f[j] = self.f_y[j];
-                self.logit[xs.clone()].copy_from_slice(&self.logit_y);
-                self.w[xs].copy_from_slice(&self.w_y);
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, self.lens[j] as u32);
-        }
-        Ok(())
+    /// A fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
+    fn draw(&mut self, _: &Space, x: &[u32], c: &PasCache, rng: &mut ChainRng, y: &mut [u32], mv: &mut PasPath) -> u32 {
+        mv.len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
+        let path = &mut mv.sites[..mv.len];
+        draw_path(&c.w, path, &mut self.scratch, rng);
+        flip(x, path, y);
+        mv.len as u32
+    }
+
+    fn log_accept_ratio(
+        &mut self,
+        _: &Space,
+        _x: &[u32],
+        _y: &[u32],
+        mv: &PasPath,
+        f_x: f64,
+        f_y: f64,
+        cx: &PasCache,
+        cy: &PasCache,
+    ) -> f64 {
+        let path = &mv.sites[..mv.len];
+        log_accept_ratio(f_x, f_y, &cx.logit, &cx.w, &cy.logit, &cy.w, path, &mut self.taken)
     }
 }
 
@@ -499,6 +462,7 @@ mod tests {
     use super::*;
     use crate::gibbs::testkit::*;
     use crate::gwg::Gwg;
+    use dlp_core::StepInfo;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
 
     fn spin_tiny() -> Quadratic {
