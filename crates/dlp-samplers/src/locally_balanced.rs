@@ -160,9 +160,12 @@ impl MoveProposal for LbProposal {
 
 /// LB's evaluator: a proposal's "gradient" row is its d exact flip differences
 /// ([`Deltas::flip_deltas`]) and its f is f(x) + Δ_i(x) from the current state's (no
-/// evaluation of f itself); a row counts d density evaluations, one per neighbour.
-struct FlipEval<'t> {
+/// evaluation of f itself); a row counts d density evaluations, one per neighbour. With
+/// `values` (multi-flip proposals, [`crate::alb`]) f of the rows is evaluated too, in one
+/// batch (d + 1 per row).
+pub(crate) struct FlipEval<'t> {
     target: &'t dyn Target,
+    values: bool,
     /// The target's conditionals, looked up once.
     deltas: Deltas<'t>,
     d: usize,
@@ -172,10 +175,16 @@ struct FlipEval<'t> {
 }
 
 impl<'t> FlipEval<'t> {
-    /// Room for `n` proposal rows.
+    /// Room for `n` one-flip proposal rows.
     fn new(target: &'t dyn Target, n: usize) -> Self {
         let d = target.space().d;
-        FlipEval { target, deltas: Deltas::of(target), d, ys: vec![0; n * d], f: vec![0.0; n], g: vec![0.0; n * d] }
+        let (ys, f, g) = (vec![0; n * d], vec![0.0; n], vec![0.0; n * d]);
+        FlipEval { target, values: false, deltas: Deltas::of(target), d, ys, f, g }
+    }
+
+    /// Room for `n` proposal rows of any number of flips (f evaluated).
+    pub(crate) fn with_values(target: &'t dyn Target, n: usize) -> Self {
+        FlipEval { values: true, ..Self::new(target, n) }
     }
 }
 
@@ -197,13 +206,18 @@ impl Evaluator for FlipEval<'_> {
     fn stage(&mut self, _chain: usize, row: usize, x: &[u32], f_x: f64, deltas_x: &[f64], y: &[u32]) {
         let d = self.d;
         self.ys[row * d..(row + 1) * d].copy_from_slice(y);
-        let i = x.iter().zip(y).position(|(a, b)| a != b).unwrap_or(0);
-        // 2·(Δ/2): the expression the chains have always used (λ_i doubled), bit for bit.
-        self.f[row] = f_x + 2.0 * (0.5 * deltas_x[i]);
+        if !self.values {
+            let i = x.iter().zip(y).position(|(a, b)| a != b).unwrap_or(0);
+            // 2·(Δ/2): the expression the chains have always used (λ_i doubled), bit for bit.
+            self.f[row] = f_x + 2.0 * (0.5 * deltas_x[i]);
+        }
     }
 
     fn evaluate(&mut self, rows: usize, _batch: Batch<'_>) -> Result<(), EvalError> {
         let d = self.d;
+        if self.values {
+            self.target.log_density_batch(&self.ys[..rows * d], &mut self.f[..rows])?;
+        }
         for (y, g) in self.ys[..rows * d].chunks(d).zip(self.g.chunks_mut(d)) {
             self.deltas.flip_deltas(y, g)?;
         }
@@ -216,7 +230,7 @@ impl Evaluator for FlipEval<'_> {
     }
 
     fn evals_per_row(&self) -> (u32, u32) {
-        (self.d as u32, 0)
+        (self.d as u32 + self.values as u32, 0)
     }
 }
 

@@ -55,6 +55,12 @@
 //! which is what the exact suite checks. (DISCS rounds an adapted real radius to one integer
 //! per step, so a fixed even radius there keeps the parity trap.)
 //!
+//! `pas` is not that paper's adaptive locally balanced sampler: the authors' `albp` weighs
+//! sites by the *exact* flip differences (Zanella's √ balancing of π(x^{(i)})/π(x)), where
+//! `pas` uses the gradient's first-order estimate (DISCS's `approx_with_grad`, the ICLR
+//! paper's PAFS); that sampler is `alb` ([`crate::alb`]), the same path machinery
+//! ([`PasProposal`]) with exact weights.
+//!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
 //! the sites not yet drawn (summed afresh, so no 1 − Σ cancellation).
@@ -256,7 +262,7 @@ fn draw_path(w: &[f64], path: &mut [usize], scratch: &mut [f64], rng: &mut Chain
 }
 
 /// y = x with the sites of `path` flipped.
-fn flip(x: &[u32], path: &[usize], y: &mut [u32]) {
+pub(crate) fn flip(x: &[u32], path: &[usize], y: &mut [u32]) {
     y.copy_from_slice(x);
     for &i in path {
         y[i] = 1 - y[i];
@@ -275,9 +281,7 @@ impl Sampler for Pas {
         let space = target.space();
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let d = space.d;
-        let (lo, hi, theta) = self.lengths(d);
-        let proposal = PasProposal { lo, hi, theta, scratch: vec![0.0; d], taken: vec![false; d] };
+        let proposal = PasProposal::new(self.lengths(space.d), space.d, site_weights);
         Ok(Box::new(MhChains::on_target(target, proposal, true, Caching::Keep, x0)?))
     }
 
@@ -288,26 +292,46 @@ impl Sampler for Pas {
 
 impl ExactKernel for Pas {
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        let (lo, hi, theta) = self.lengths(target.space().d);
-        let mut row = fixed_length_row(target, x, lo, 1.0 - theta);
-        if hi != lo {
-            for (y, p) in fixed_length_row(target, x, hi, theta) {
-                *row.entry(y).or_insert(0.0) += p;
-            }
-        }
-        crate::gibbs::finish_row(row)
+        mixture_row(self, target, x, &|y, g| target.log_density_grad(y, g), site_weights)
     }
+}
+
+/// The transition row from `x` of the path kernel with `paths`' lengths, a state's f and local
+/// information from `local` (f returned, the row written) and its site weights from
+/// `weights`: every ordered path of both lengths, with the functions the step uses.
+pub(crate) fn mixture_row(
+    paths: &Pas,
+    target: &dyn Target,
+    x: &[u32],
+    local: &LocalInfo<'_>,
+    weights: SiteWeights,
+) -> Vec<Transition> {
+    let (lo, hi, theta) = paths.lengths(target.space().d);
+    let mut row = fixed_length_row(target, x, lo, 1.0 - theta, local, weights);
+    if hi != lo {
+        for (y, p) in fixed_length_row(target, x, hi, theta, local, weights) {
+            *row.entry(y).or_insert(0.0) += p;
+        }
+    }
+    crate::gibbs::finish_row(row)
 }
 
 /// `weight` times the transition row from `x` of the step with paths of `len` flips: every
 /// ordered path, with the functions `step` uses.
-fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> BTreeMap<Vec<u32>, f64> {
+fn fixed_length_row(
+    target: &dyn Target,
+    x: &[u32],
+    len: usize,
+    weight: f64,
+    local: &LocalInfo<'_>,
+    weights: SiteWeights,
+) -> BTreeMap<Vec<u32>, f64> {
     let d = target.space().d;
     let eval = |y: &[u32]| {
         let mut g = vec![0.0; d];
-        let f = exact_eval(target.log_density_grad(y, &mut g));
+        let f = exact_eval(local(y, &mut g));
         let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
-        site_weights(y, &g, &mut l, &mut w);
+        weights(y, &g, &mut l, &mut w);
         (f, l, w)
     };
     let (f_x, logit_x, w_x) = eval(x);
@@ -346,28 +370,45 @@ fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> 
     row
 }
 
-/// PAS's proposal for the one MH kernel ([`MhChains`]): a length, then a path of that many
-/// distinct sites from x's weights; the move record is the path, whose reverse under y's
-/// weights the test scores ([`log_accept_ratio`]).
-struct PasProposal {
+/// Site log-weights and weights of a state from its local information (x, row, logit, w):
+/// [`site_weights`] (first-order) or `alb`'s exact ones.
+pub(crate) type SiteWeights = fn(&[u32], &[f64], &mut [f64], &mut [f64]);
+
+/// A state's f (returned) and local information (written): ∇f, or the flip differences.
+pub(crate) type LocalInfo<'a> = dyn Fn(&[u32], &mut [f64]) -> Result<f64, dlp_core::EvalError> + 'a;
+
+/// The path proposal for the one MH kernel ([`MhChains`]): a length, then a path of that
+/// many distinct sites from x's weights; the move record is the path, whose reverse under y's
+/// weights the test scores ([`log_accept_ratio`]). PAS weighs sites by the first-order
+/// estimate ([`site_weights`]); `alb` ([`crate::alb`]) by the exact flip differences.
+pub(crate) struct PasProposal {
     /// Flips per proposal: `hi` with probability `theta`, else `lo` (`Pas::lengths`).
     lo: usize,
     hi: usize,
     theta: f64,
+    /// Site log-weights and weights of a state from its local information (x, row, logit, w).
+    weights: SiteWeights,
     /// [`draw_path`]'s weights (length d).
     scratch: Vec<f64>,
     /// [`path_log_prob`]'s marks (length d, left all false).
     taken: Vec<bool>,
 }
 
-/// What a PAS chain keeps of its state: the site log-weights and weights ([`site_weights`]).
-struct PasCache {
+impl PasProposal {
+    /// Paths of `lengths` ([`Pas::lengths`]) on d sites, sites weighed by `weights`.
+    pub(crate) fn new((lo, hi, theta): (usize, usize, f64), d: usize, weights: SiteWeights) -> Self {
+        PasProposal { lo, hi, theta, weights, scratch: vec![0.0; d], taken: vec![false; d] }
+    }
+}
+
+/// What a path-proposal chain keeps of its state: the site log-weights and weights.
+pub(crate) struct PasCache {
     logit: Vec<f64>,
     w: Vec<f64>,
 }
 
 /// A drawn path: its first `len` entries.
-struct PasPath {
+pub(crate) struct PasPath {
     len: usize,
     sites: Vec<usize>,
 }
@@ -385,7 +426,7 @@ impl MoveProposal for PasProposal {
     }
 
     fn prepare(&self, _: &Space, x: &[u32], grad: &[f64], c: &mut PasCache) {
-        site_weights(x, grad, &mut c.logit, &mut c.w);
+        (self.weights)(x, grad, &mut c.logit, &mut c.w);
     }
 
     /// A fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
