@@ -150,11 +150,6 @@ mod tests {
     use dlp_core::Space;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
 
-    fn spin_tiny() -> Quadratic {
-        let q = Quadratic::spec_tiny();
-        Quadratic::new(Space::spin(3), q.w.clone(), q.b.clone())
-    }
-
     #[test]
     fn alb_preserves_pi_exactly() {
         for r in [1.0, 1.6, 2.5, 3.0] {

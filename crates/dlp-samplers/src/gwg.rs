@@ -342,11 +342,6 @@ mod tests {
     use dlp_core::StepInfo;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
 
-    fn spin_tiny() -> Quadratic {
-        let q = Quadratic::spec_tiny();
-        Quadratic::new(Space::spin(3), q.w.clone(), q.b.clone())
-    }
-
     #[test]
     fn gwg_k_preserves_pi_exactly() {
         let q = Quadratic::spec_tiny();

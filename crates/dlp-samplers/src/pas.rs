@@ -506,11 +506,6 @@ mod tests {
     use dlp_core::StepInfo;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
 
-    fn spin_tiny() -> Quadratic {
-        let q = Quadratic::spec_tiny();
-        Quadratic::new(Space::spin(3), q.w.clone(), q.b.clone())
-    }
-
     #[test]
     fn pas_preserves_pi_exactly() {
         for r in 1..=4 {
