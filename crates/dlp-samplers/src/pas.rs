@@ -59,7 +59,7 @@
 //! sites by the *exact* flip differences (Zanella's √ balancing of π(x^{(i)})/π(x)), where
 //! `pas` uses the gradient's first-order estimate (DISCS's `approx_with_grad`, the ICLR
 //! paper's PAFS); that sampler is `alb` ([`crate::alb`]), the same path machinery
-//! ([`PasProposal`]) with exact weights.
+//! (`PasProposal`) with exact weights.
 //!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
