@@ -653,6 +653,71 @@ pub fn pas_mean(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError>
     Ok(pas(target, short)? * (1.0 - theta) + pas(target, short + 1)? * theta)
 }
 
+/// `alb`, the adaptive locally balanced proposal (Sun, Dai & Schuurmans 2022, NeurIPS) at a
+/// frozen mean path length r: `pas_mean`'s two-length mixture of path kernels, but the site
+/// law from the exact flip ratios, q_x(i) ∝ √(π(x^{(i)})/π(x)) (Zanella's √ balancing), read
+/// from the enumerated table; a path of L distinct sites drawn without replacement has
+/// probability Π_r q_x(i_r) / Σ_{j not yet drawn} q_x(j), the reverse path the same with y's
+/// law, and the move is accepted with min(1, π(y) Q_y(rev) / (π(x) Q_x(path))).
+pub fn adaptive_locally_balanced(target: &dyn Target, r: f64) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
+    if !t.space.is_binary_like() {
+        return Err(ExactError::Assumption("alb reference: binary or spin spaces only".into()));
+    }
+    let (n, d) = (t.n(), t.space.d);
+    let flip = |a: usize, i: usize| {
+        let mut y = t.states[a].clone();
+        y[i] = 1 - y[i];
+        t.index(&y)
+    };
+    let law: Vec<Vec<f64>> = (0..n)
+        .map(|a| {
+            let w: Vec<f64> = (0..d).map(|i| ((t.f[flip(a, i)] - t.f[a]) / 2.0).exp()).collect();
+            let s: f64 = w.iter().sum();
+            w.iter().map(|v| v / s).collect()
+        })
+        .collect();
+    let ordered = |q: &[f64], path: &[usize]| -> f64 {
+        path.iter()
+            .enumerate()
+            .map(|(k, &i)| q[i] / (0..d).filter(|j| !path[..k].contains(j)).map(|j| q[j]).sum::<f64>())
+            .product()
+    };
+    let kernel = |len: usize| {
+        let mut p = DMatrix::zeros(n, n);
+        let mut paths: Vec<Vec<usize>> = vec![vec![]];
+        for _ in 0..len {
+            paths = paths
+                .iter()
+                .flat_map(|p| (0..d).filter(|i| !p.contains(i)).map(move |i| [p.clone(), vec![i]].concat()))
+                .collect();
+        }
+        for a in 0..n {
+            let mut off = 0.0;
+            for path in &paths {
+                let fwd = ordered(&law[a], path);
+                let mut y = t.states[a].clone();
+                path.iter().for_each(|&i| y[i] = 1 - y[i]);
+                let b = t.index(&y);
+                let back: Vec<usize> = path.iter().rev().copied().collect();
+                let ratio = (t.f[b] - t.f[a]).exp() * ordered(&law[b], &back) / fwd;
+                let v = fwd * ratio.min(1.0);
+                p[(a, b)] += v;
+                off += v;
+            }
+            p[(a, a)] = 1.0 - off;
+        }
+        p
+    };
+    if d < 2 {
+        return Ok(kernel(1));
+    }
+    let r = r.clamp(1.0, d as f64);
+    let short = (r.floor() as usize).min(d - 1);
+    let theta = (r - short as f64).clamp(0.05, 0.95);
+    Ok(kernel(short) * (1.0 - theta) + kernel(short + 1) * theta)
+}
+
 /// `rwm` (DISCS's random-walk Metropolis, Goshvadi et al. 2023): every coordinate changes
 /// independently with probability p = r/d to one of its K − 1 other values, uniformly, so
 /// q(y|x) = Π_i (p/(K−1) if y_i ≠ x_i, else 1 − p), symmetric; the move is accepted with
@@ -747,6 +812,7 @@ pub fn reference_by_name(
         ("pas", [r]) => one(pas(target, *r)),
         ("pas", []) if name == "pas" => one(pas_mean(target, alpha)),
         ("lb", []) => one(locally_balanced(target)),
+        ("alb", []) => one(adaptive_locally_balanced(target, alpha)),
         ("rwm", []) => one(random_walk_metropolis(target, alpha)),
         ("dlmc", []) => one(dlmc(target, alpha, true)),
         ("dlmcf", []) => one(dlmc(target, alpha, false)),

@@ -48,7 +48,7 @@ fn targets(case: &Case) -> Vec<Box<dyn Target>> {
         // pas-2 keeps the parity of the number of ones: reducible on any binary model, so the
         // chain-level test below compares it with the law of its start's parity class.
         "pas-2" => vec![Box::new(binary_quadratic_4())],
-        "pas" => vec![Box::new(Quadratic::spec_tiny()), Box::new(binary_quadratic_4())],
+        "pas" | "alb" => vec![Box::new(Quadratic::spec_tiny()), Box::new(binary_quadratic_4())],
         _ => vec![Box::new(Quadratic::spec_tiny()), Box::new(PairwiseCategorical::spec_small())],
     }
 }

@@ -238,6 +238,13 @@ pub(crate) mod testkit {
     use dlp_core::{ExactKernel, Sampler, StepInfo, Target, chain_rngs};
     use std::collections::HashMap;
 
+    /// The tiny model of spec §4.3 on spins (±1) instead of bits: the spin test target of the
+    /// multi-flip samplers.
+    pub fn spin_tiny() -> dlp_core::testing::Quadratic {
+        let q = dlp_core::testing::Quadratic::spec_tiny();
+        dlp_core::testing::Quadratic::new(dlp_core::Space::spin(3), q.w.clone(), q.b.clone())
+    }
+
     /// All states of the target's space in enumeration order.
     pub fn states(t: &dyn Target) -> Vec<Vec<u32>> {
         let s = t.space();

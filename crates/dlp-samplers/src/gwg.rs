@@ -29,18 +29,15 @@
 //! coordinate to different classes; the code has no such variant), ordinal targets.
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::fast::rbm::RbmCache;
-use crate::mh::exact_eval;
+use crate::fast::rbm::RbmEval;
+use crate::mh::{Caching, MhChains, MoveProposal, exact_eval, start_error};
 #[cfg(doc)]
 use crate::proposal::sample_logits;
-use crate::proposal::{mh_accept, sample_weights};
+use crate::proposal::sample_weights;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
-use dlp_core::{
-    Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
-    Transition,
-};
+use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use std::collections::BTreeMap;
 
 /// Gibbs-with-gradients with `k` i.i.d. move draws per step.
@@ -180,7 +177,10 @@ impl Sampler for Gwg {
         let space = target.space();
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        // Sparse Ising models: the same kernel in O(k·(degree + 1)·log d) per step.
+        // Sparse Ising models: the same kernel in O(k·(degree + 1)·log d) per step. The lattice
+        // paths stay specialised rather than becoming proposals of `MhChains`: their per-chain
+        // sum trees and local fields are updated in O(degree) per accepted flip, where the
+        // generic cache (`prepare`) is rebuilt from ∇f in O(d·K) per proposal.
         if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
             return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::new(&m, self.k, x0)?));
         }
@@ -188,34 +188,13 @@ impl Sampler for Gwg {
         if let Some(m) = crate::fast::gwg_potts::qualifying_model(target) {
             return Ok(Box::new(crate::fast::gwg_potts::GwgPottsChains::new(&m, x0)?));
         }
-        let (d, gl, ks) = (space.d, space.grad_len(), slots(space));
-        let n = x0.len() / d;
-        let mut f = vec![0.0; n];
-        let mut grad = vec![0.0; n * gl];
-        target.log_density_grad_batch(x0, &mut f, &mut grad)?;
-        let mut lq = vec![0.0; n * d * ks];
-        let mut p = vec![0.0; n * d * ks];
-        for (((x, g), l), p) in x0.chunks(d).zip(grad.chunks(gl)).zip(lq.chunks_mut(d * ks)).zip(p.chunks_mut(d * ks)) {
-            move_log_probs_and_probs(space, x, g, l, Some(p));
+        let proposal = GwgProposal { k: self.k, ks: slots(space) };
+        // GWG on an RBM: evaluate proposals from cached pre-activations (`fast::rbm`).
+        if let Some(r) = target.capabilities().rbm {
+            let eval = RbmEval::starting_from_target(target, r, x0);
+            return Ok(Box::new(MhChains::new(space, proposal, eval, true, Caching::Keep, x0).map_err(start_error)?));
         }
-        Ok(Box::new(GwgChains {
-            target,
-            k: self.k,
-            x: x0.to_vec(),
-            f,
-            grad,
-            lq,
-            p,
-            // GWG on an RBM: evaluate proposals from cached pre-activations (`fast::rbm`).
-            rbm: target.capabilities().rbm.map(|r| RbmCache::new(r, x0)),
-            p_y: vec![0.0; d * ks],
-            n_prop: vec![0; n],
-            y: vec![0; n * d],
-            f_y: vec![0.0; n],
-            grad_y: vec![0.0; n * gl],
-            lq_y: vec![0.0; d * ks],
-            draws: vec![0; n * self.k],
-        }))
+        Ok(Box::new(MhChains::on_target(target, proposal, true, Caching::Keep, x0)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -269,101 +248,68 @@ impl ExactKernel for Gwg {
     }
 }
 
-struct GwgChains<'t> {
-    target: &'t dyn Target,
+/// GWG's proposal for the one MH kernel ([`MhChains`]): k i.i.d. moves from x's move law,
+/// the union applied; the move record is the ordered draws, which the test scores
+/// ([`log_accept_ratio`]), not the state pair.
+struct GwgProposal {
+    /// Draws per step.
     k: usize,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    grad: Vec<f64>,
-    lq: Vec<f64>,
-    /// exp(lq), normalised: the draws scan these.
-    p: Vec<f64>,
-    p_y: Vec<f64>,
-    rbm: Option<RbmCache<'t>>,
-    n_prop: Vec<u32>,
-    y: Vec<u32>,
-    f_y: Vec<f64>,
-    grad_y: Vec<f64>,
-    lq_y: Vec<f64>,
-    draws: Vec<usize>,
+    /// Move slots per coordinate ([`slots`]).
+    ks: usize,
 }
 
-impl Chains for GwgChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.f.len()
+/// What a GWG chain keeps of its state: the move log-probabilities and the probabilities
+/// themselves (the draws scan these, [`move_log_probs_and_probs`]).
+struct GwgCache {
+    lq: Vec<f64>,
+    p: Vec<f64>,
+}
+
+impl MoveProposal for GwgProposal {
+    type Cache = GwgCache;
+    /// The k drawn moves, in order.
+    type Move = Vec<usize>;
+
+    fn new_cache(&self, space: &Space) -> GwgCache {
+        GwgCache { lq: vec![0.0; space.d * self.ks], p: vec![0.0; space.d * self.ks] }
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
+    fn new_move(&self, _space: &Space) -> Vec<usize> {
+        vec![0; self.k]
     }
 
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], c: &mut GwgCache) {
+        move_log_probs_and_probs(space, x, grad, &mut c.lq, Some(&mut c.p));
     }
 
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let space = self.target.space();
-        let (d, gl, ks, k) = (space.d, space.grad_len(), slots(space), self.k);
-        let n = self.f.len();
-        let n_prop = &mut self.n_prop;
-        // Draw every chain's moves first so that the proposals are evaluated in one batch.
-        for j in 0..n {
-            let p = &self.p[j * d * ks..(j + 1) * d * ks];
-            let total: f64 = p.iter().sum();
-            for m in &mut self.draws[j * k..(j + 1) * k] {
-                *m = sample_weights(p, total, &mut rngs[j]);
-            }
-            n_prop[j] = apply_moves(
-                ks,
-                &self.x[j * d..(j + 1) * d],
-                &self.draws[j * k..(j + 1) * k],
-                &mut self.y[j * d..(j + 1) * d],
-            );
+    fn draw(
+        &mut self,
+        _: &Space,
+        x: &[u32],
+        c: &GwgCache,
+        rng: &mut ChainRng,
+        y: &mut [u32],
+        mv: &mut Vec<usize>,
+    ) -> u32 {
+        let total: f64 = c.p.iter().sum();
+        for m in mv.iter_mut() {
+            *m = sample_weights(&c.p, total, rng);
         }
-        if let Some(c) = &mut self.rbm {
-            // One flip set per chain: a' = a + Σ Δu_i W_i, then one σ(A') Wᵀ product.
-            for j in 0..n {
-                c.propose(j, j, &self.x[j * d..(j + 1) * d], &self.y[j * d..(j + 1) * d]);
-            }
-            c.evaluate(n);
-            self.f_y.copy_from_slice(&c.f_y[..n]);
-            self.grad_y.copy_from_slice(&c.g_y[..n * gl]);
-        } else {
-            self.target.log_density_grad_batch(&self.y, &mut self.f_y, &mut self.grad_y)?;
-        }
-        for j in 0..n {
-            let (xs, ys) = (j * d..(j + 1) * d, j * d * ks..(j + 1) * d * ks);
-            move_log_probs_and_probs(
-                space,
-                &self.y[xs.clone()],
-                &self.grad_y[j * gl..(j + 1) * gl],
-                &mut self.lq_y,
-                Some(&mut self.p_y),
-            );
-            let draws = &self.draws[j * k..(j + 1) * k];
-            let a = log_accept_ratio(
-                self.f[j],
-                self.f_y[j],
-                &self.lq[ys.clone()],
-                &self.lq_y,
-                ks,
-                &self.x[xs.clone()],
-                draws,
-            );
-            let (accepted, accept_prob) = mh_accept(a, &mut rngs[j]);
-            if accepted {
-                self.x[xs.clone()].copy_from_slice(&self.y[xs]);
-                self.f[j] = self.f_y[j];
-                self.grad[j * gl..(j + 1) * gl].copy_from_slice(&self.grad_y[j * gl..(j + 1) * gl]);
-                self.lq[ys.clone()].copy_from_slice(&self.lq_y);
-                self.p[ys].copy_from_slice(&self.p_y);
-                if let Some(c) = &mut self.rbm {
-                    c.accept(j, j);
-                }
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, n_prop[j]);
-        }
-        Ok(())
+        apply_moves(self.ks, x, mv, y)
+    }
+
+    fn log_accept_ratio(
+        &mut self,
+        _: &Space,
+        x: &[u32],
+        _y: &[u32],
+        draws: &Vec<usize>,
+        f_x: f64,
+        f_y: f64,
+        cx: &GwgCache,
+        cy: &GwgCache,
+    ) -> f64 {
+        log_accept_ratio(f_x, f_y, &cx.lq, &cy.lq, self.ks, x, draws)
     }
 }
 
@@ -394,12 +340,8 @@ mod tests {
     use super::*;
     use crate::gibbs::testkit::*;
     use crate::locally_balanced::LocallyBalanced;
+    use dlp_core::StepInfo;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
-
-    fn spin_tiny() -> Quadratic {
-        let q = Quadratic::spec_tiny();
-        Quadratic::new(Space::spin(3), q.w.clone(), q.b.clone())
-    }
 
     #[test]
     fn gwg_k_preserves_pi_exactly() {

@@ -15,6 +15,10 @@
 //! other class); for binary targets this is the code's sampler. [`ExactKernel::transition_row`]
 //! averages the first step over the schedule (the first block is a uniform L-subset).
 //!
+//! Not on the one MH kernel ([`crate::mh`]): the step has no Metropolis–Hastings test and no
+//! proposal density to score; its second draw needs the densities of the whole ball around
+//! u, evaluated inside the draw (a Gibbs step on the auxiliary joint).
+//!
 //! Cost: |H_r(u)| log-density evaluations per step (11 for hb-10-1 on binary targets, §1.12),
 //! in one batch call; the chosen candidate's f becomes the cached log-density.
 

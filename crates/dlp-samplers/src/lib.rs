@@ -12,6 +12,7 @@
 pub mod acs;
 pub mod adapt;
 pub mod ais;
+pub mod alb;
 pub mod block_gibbs;
 pub mod bounded;
 pub mod continuous;

@@ -14,15 +14,15 @@
 //! Not implemented: categorical/ordinal domains (GWG covers categorical moves).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
-use crate::proposal::{mh_accept, sample_logits};
+use crate::mh::{Caching, Evaluator, MhChains, MoveProposal, exact_eval, start_error};
+use crate::proposal::sample_logits;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::Deltas;
 use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, StepInfo, Target, Transition};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use std::collections::BTreeMap;
 
 /// Exact locally balanced one-flip Metropolis–Hastings sampler.
@@ -40,8 +40,13 @@ impl LocallyBalanced {
 /// logsumexp(λ). `out[i]·2` is the exact flip difference.
 pub fn lb_logits(deltas: &Deltas<'_>, x: &[u32], out: &mut [f64]) -> Result<f64, EvalError> {
     deltas.flip_deltas(x, out)?;
+    Ok(lb_logits_of_deltas(out))
+}
+
+/// [`lb_logits`] from the flip differences already in `out` (halved in place).
+fn lb_logits_of_deltas(out: &mut [f64]) -> f64 {
     out.iter_mut().for_each(|v| *v *= 0.5);
-    Ok(logsumexp(out))
+    logsumexp(out)
 }
 
 /// LB's log acceptance ratio log Z(x) − log Z(x').
@@ -67,25 +72,9 @@ impl Sampler for LocallyBalanced {
         if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
             return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::locally_balanced(&m, x0)?));
         }
-        let d = space.d;
-        let n = x0.len() / d;
-        let mut f = vec![0.0; n];
-        target.log_density_batch(x0, &mut f)?;
-        let mut lam = vec![0.0; n * d];
-        let deltas = Deltas::of(target);
-        let log_z =
-            x0.chunks(d).zip(lam.chunks_mut(d)).map(|(x, l)| lb_logits(&deltas, x, l)).collect::<Result<_, _>>()?;
-        Ok(Box::new(LbChains {
-            target,
-            deltas,
-            x: x0.to_vec(),
-            f,
-            lam,
-            log_z,
-            y: vec![0; d],
-            lam_y: vec![0.0; d],
-            scratch: Vec::new(),
-        }))
+        let eval = FlipEval::new(target, x0.len() / space.d);
+        let chains = MhChains::new(space, LbProposal { scratch: Vec::new() }, eval, true, Caching::Keep, x0);
+        Ok(Box::new(chains.map_err(start_error)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -115,58 +104,144 @@ impl ExactKernel for LocallyBalanced {
     }
 }
 
-struct LbChains<'t> {
-    target: &'t dyn Target,
-    /// The target's conditionals, looked up once.
-    deltas: Deltas<'t>,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    lam: Vec<f64>,
-    log_z: Vec<f64>,
-    y: Vec<u32>,
-    lam_y: Vec<f64>,
+/// LB's proposal for the one MH kernel ([`MhChains`]): one flip i ~ softmax(λ(x)), tested
+/// with log Z(x) − log Z(x') ([`lb_log_accept_ratio`], the f-difference cancelled exactly,
+/// as [`ExactKernel::transition_row`] forms it). Its local information is the d exact flip
+/// differences of [`FlipEval`], not a gradient.
+struct LbProposal {
+    /// [`sample_logits`]'s buffer.
     scratch: Vec<f64>,
 }
 
-impl Chains for LbChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.f.len()
+/// What an LB chain keeps of its state: λ(x) and log Z(x).
+struct LbCache {
+    lam: Vec<f64>,
+    log_z: f64,
+}
+
+impl MoveProposal for LbProposal {
+    type Cache = LbCache;
+    /// The flipped site is the one where y differs; nothing else to record.
+    type Move = ();
+
+    fn new_cache(&self, space: &Space) -> LbCache {
+        LbCache { lam: vec![0.0; space.d], log_z: 0.0 }
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
+    fn new_move(&self, _: &Space) {}
+
+    /// `deltas` are the flip differences ([`FlipEval`]'s rows), halved into λ.
+    fn prepare(&self, _: &Space, _x: &[u32], deltas: &[f64], c: &mut LbCache) {
+        c.lam.copy_from_slice(deltas);
+        c.log_z = lb_logits_of_deltas(&mut c.lam);
     }
 
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
+    fn draw(&mut self, _: &Space, x: &[u32], c: &LbCache, rng: &mut ChainRng, y: &mut [u32], _: &mut ()) -> u32 {
+        let i = sample_logits(&c.lam, &mut self.scratch, rng);
+        y.copy_from_slice(x);
+        y[i] = 1 - y[i];
+        1
     }
 
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let d = self.target.space().d;
-        for j in 0..self.f.len() {
-            let (x, lam) = (&mut self.x[j * d..(j + 1) * d], &mut self.lam[j * d..(j + 1) * d]);
-            let i = sample_logits(lam, &mut self.scratch, &mut rngs[j]);
-            self.y.copy_from_slice(x);
-            self.y[i] = 1 - self.y[i];
-            let log_z_y = lb_logits(&self.deltas, &self.y, &mut self.lam_y)?;
-            let (accepted, accept_prob) = mh_accept(lb_log_accept_ratio(self.log_z[j], log_z_y), &mut rngs[j]);
-            if accepted {
-                self.f[j] += 2.0 * lam[i];
-                x.copy_from_slice(&self.y);
-                lam.copy_from_slice(&self.lam_y);
-                self.log_z[j] = log_z_y;
+    fn log_accept_ratio(
+        &mut self,
+        _: &Space,
+        _: &[u32],
+        _: &[u32],
+        _: &(),
+        _: f64,
+        _: f64,
+        cx: &LbCache,
+        cy: &LbCache,
+    ) -> f64 {
+        lb_log_accept_ratio(cx.log_z, cy.log_z)
+    }
+}
+
+/// LB's evaluator: a proposal's "gradient" row is its d exact flip differences
+/// ([`Deltas::flip_deltas`]) and its f is f(x) + Δ_i(x) from the current state's (no
+/// evaluation of f itself); a row counts d density evaluations, one per neighbour. With
+/// `values` (multi-flip proposals, [`crate::alb`]) f of the rows is evaluated too, in one
+/// batch (d + 1 per row).
+pub(crate) struct FlipEval<'t> {
+    target: &'t dyn Target,
+    values: bool,
+    /// The target's conditionals, looked up once.
+    deltas: Deltas<'t>,
+    d: usize,
+    ys: Vec<u32>,
+    f: Vec<f64>,
+    g: Vec<f64>,
+    /// Rows staged with other than one flip (a chain moved by `Chains::set_states`, as replica
+    /// exchange does), whose f is evaluated rather than derived from the current state's.
+    evaluate_f: Vec<bool>,
+}
+
+impl<'t> FlipEval<'t> {
+    /// Room for `n` one-flip proposal rows.
+    fn new(target: &'t dyn Target, n: usize) -> Self {
+        let d = target.space().d;
+        let (ys, f, g) = (vec![0; n * d], vec![0.0; n], vec![0.0; n * d]);
+        FlipEval { target, values: false, deltas: Deltas::of(target), d, ys, f, g, evaluate_f: vec![false; n] }
+    }
+
+    /// Room for `n` proposal rows of any number of flips (f evaluated).
+    pub(crate) fn with_values(target: &'t dyn Target, n: usize) -> Self {
+        FlipEval { values: true, ..Self::new(target, n) }
+    }
+}
+
+impl Evaluator for FlipEval<'_> {
+    fn grad_len(&self) -> usize {
+        self.d
+    }
+
+    fn start(&mut self, x0: &[u32], f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
+        self.target.log_density_batch(x0, f)?;
+        x0.chunks(self.d).zip(grad.chunks_mut(self.d)).try_for_each(|(x, g)| self.deltas.flip_deltas(x, g))
+    }
+
+    fn current(&mut self, _x: &[u32], _b: Batch<'_>, _f: &mut [f64], _g: &mut [f64]) -> Result<(), EvalError> {
+        // LB runs with exact differences (`Caching::Keep`) only.
+        Err(EvalError::NoData)
+    }
+
+    fn stage(&mut self, _chain: usize, row: usize, x: &[u32], f_x: f64, deltas_x: &[f64], y: &[u32]) {
+        let d = self.d;
+        self.ys[row * d..(row + 1) * d].copy_from_slice(y);
+        if !self.values {
+            let mut differ = x.iter().zip(y).enumerate().filter(|(_, (a, b))| a != b).map(|(i, _)| i);
+            let (first, second) = (differ.next(), differ.next());
+            self.evaluate_f[row] = first.is_none() || second.is_some();
+            if let (Some(i), None) = (first, second) {
+                // 2·(Δ/2): the expression the chains have always used (λ_i doubled), bit for bit.
+                self.f[row] = f_x + 2.0 * (0.5 * deltas_x[i]);
             }
-            info[j] = StepInfo {
-                accepted,
-                accept_prob,
-                n_proposed: 1,
-                n_changed: accepted as u32,
-                density_evals: d as u32,
-                grad_evals: 0,
-                data_evals: 0,
-            };
+        }
+    }
+
+    fn evaluate(&mut self, rows: usize, _batch: Batch<'_>) -> Result<(), EvalError> {
+        let d = self.d;
+        if self.values {
+            self.target.log_density_batch(&self.ys[..rows * d], &mut self.f[..rows])?;
+        } else {
+            for r in (0..rows).filter(|&r| self.evaluate_f[r]) {
+                self.f[r] = self.target.log_density(&self.ys[r * d..(r + 1) * d])?;
+            }
+        }
+        for (y, g) in self.ys[..rows * d].chunks(d).zip(self.g.chunks_mut(d)) {
+            self.deltas.flip_deltas(y, g)?;
         }
         Ok(())
+    }
+
+    fn row(&self, r: usize) -> (&[u32], f64, &[f64]) {
+        let d = self.d;
+        (&self.ys[r * d..(r + 1) * d], self.f[r], &self.g[r * d..(r + 1) * d])
+    }
+
+    fn evals_per_row(&self) -> (u32, u32) {
+        (self.d as u32 + self.values as u32, 0)
     }
 }
 

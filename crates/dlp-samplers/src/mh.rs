@@ -1,18 +1,30 @@
-//! The one Metropolis–Hastings kernel of the gradient-proposal samplers (BlackJAX's
-//! proposal/kernel split): a [`Proposal`] says how to draw y ~ q(·|x) and score log q from
-//! what it caches of (x, ∇f(x)); an [`Evaluator`] says where f and ∇f of the proposals come
-//! from; [`MhChains`] is the chain state (x, f(x), ∇f(x) and the proposal's cache per chain)
-//! with the step written once: draw every chain's proposal, evaluate the moving ones in one
-//! batch, then per chain the MH test (or, unadjusted, acceptance) and the cache update.
-//! [`exact_row`] is the same kernel's exact transition row, for the exact suite.
+//! The one Metropolis–Hastings kernel of the proposal samplers (BlackJAX's proposal/kernel
+//! split): a [`MoveProposal`] says how to draw y from what it caches of (x, its local
+//! information: ∇f(x), or `lb`'s exact flip differences) and how to score the draw's move
+//! record in the MH test; a state-pair [`Proposal`] (draw y, score log q(y|x) both ways) is
+//! its trivial case with no record. An [`Evaluator`] says where f and the local information
+//! of the proposals come from; [`MhChains`] is the chain state (x, f(x), that information and
+//! the proposal's cache per chain) with the step written once: draw every chain's proposal,
+//! evaluate the moving ones in one batch, then per chain the MH test (or, unadjusted,
+//! acceptance) and the cache update. [`exact_row`] is a state-pair kernel's exact transition
+//! row, for the exact suite (move-record samplers sum their rows over moves with the same
+//! functions their proposal calls).
 //!
 //! Users: DULA/DMALA and their variants ([`crate::dlp`]), DLMC/DLMCF ([`crate::dlmc`]), the
 //! cyclical samplers ([`crate::acs`], switching the proposal between steps with
 //! [`MhChains::set_proposal`]), SG-DLP ([`crate::sgdlp`], [`Caching::Refresh`]: every step
-//! re-evaluates the current states on its minibatch) and the RBM fast path
-//! ([`crate::fast::rbm`]: its own evaluator, from cached hidden pre-activations, and its own
-//! draw tables). The lattice Ising fast path ([`crate::fast::ising`]) is not built on it: it
-//! steps chains through integer class statistics, with no f or ∇f to cache.
+//! re-evaluates the current states on its minibatch), `rwm` ([`crate::rwm`], values only),
+//! the RBM fast path ([`crate::fast::rbm`]: its own evaluator, from cached hidden
+//! pre-activations, and its own draw tables), and the move-record samplers: `gwg`/`gwg-<k>`
+//! ([`crate::gwg`], the ordered draws; on RBMs with the RBM evaluator), `pas`/`pas-<R>`
+//! ([`crate::pas`], the path, scored in reverse with y's weights) and `lb`
+//! ([`crate::locally_balanced`], its evaluator the exact flip differences, its ratio
+//! log Z(x) − log Z(y)). Not built on it: the lattice fast paths ([`crate::fast::ising`],
+//! which steps chains through integer class statistics with no f or ∇f to cache;
+//! [`crate::fast::gwg_ising`] / [`crate::fast::gwg_potts`], whose per-chain sum trees update
+//! O(degree) leaves per move where this kernel's cache is rebuilt in O(d) per proposal), and
+//! the samplers whose step has no MH test (Gibbs, block Gibbs, Hamming ball: a draw from a
+//! conditional on an auxiliary ball).
 
 use crate::dlp::proposal::log_accept_ratio;
 use crate::proposal::{accept_prob, mh_accept};
@@ -44,6 +56,113 @@ pub trait Proposal: Send {
     fn log_prob(&self, space: &Space, from: &[u32], to: &[u32], cache: &Self::Cache) -> f64;
 }
 
+/// What [`MhChains`] steps: a proposal whose MH test scores a draw's *move record* (the
+/// ordered draws of `gwg-<k>`, the path of `pas`) rather than the state pair (x, y): on the
+/// extended space (state, move) the map (x, m) ↦ (y, reverse of m) is an involution, and
+/// the test is that deterministic move's MH ratio. A state-pair [`Proposal`] is the trivial
+/// case (the blanket impl below: `Move = ()`, the ratio from [`Proposal::log_prob`] both
+/// ways), monomorphised to the same code as before the move record existed.
+pub trait MoveProposal: Send {
+    /// What a chain keeps of its current state for drawing and scoring.
+    type Cache: Send;
+    /// What a draw records beyond y for its test (per chain, allocated once).
+    type Move: Send;
+
+    /// An unfilled cache for states of `space`.
+    fn new_cache(&self, space: &Space) -> Self::Cache;
+
+    /// An empty move record for states of `space`.
+    fn new_move(&self, space: &Space) -> Self::Move;
+
+    /// Fills `cache` for the state `x` from its local information `grad` (the evaluator's
+    /// [`Evaluator::grad_len`] entries: ∇f, or the exact flip differences of `lb`).
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], cache: &mut Self::Cache);
+
+    /// As [`Proposal::adopt`].
+    fn adopt(&self, _cache: &mut Self::Cache) {}
+
+    /// Draws y from x's cache into `y`, recording the move in `mv`; returns how many
+    /// coordinates differ from x (0: the chain stays without an evaluation).
+    fn draw(
+        &mut self,
+        space: &Space,
+        x: &[u32],
+        cache: &Self::Cache,
+        rng: &mut ChainRng,
+        y: &mut [u32],
+        mv: &mut Self::Move,
+    ) -> u32;
+
+    /// The log MH ratio of the move `mv` from x (f, cache) to y (f, cache). `&mut self` lets
+    /// a proposal keep scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn log_accept_ratio(
+        &mut self,
+        space: &Space,
+        x: &[u32],
+        y: &[u32],
+        mv: &Self::Move,
+        f_x: f64,
+        f_y: f64,
+        cache_x: &Self::Cache,
+        cache_y: &Self::Cache,
+    ) -> f64;
+}
+
+impl<P: Proposal> MoveProposal for P {
+    type Cache = P::Cache;
+    type Move = ();
+
+    #[inline]
+    fn new_cache(&self, space: &Space) -> P::Cache {
+        Proposal::new_cache(self, space)
+    }
+
+    #[inline]
+    fn new_move(&self, _space: &Space) {}
+
+    #[inline]
+    fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], cache: &mut P::Cache) {
+        Proposal::prepare(self, space, x, grad, cache)
+    }
+
+    #[inline]
+    fn adopt(&self, cache: &mut P::Cache) {
+        Proposal::adopt(self, cache)
+    }
+
+    #[inline]
+    fn draw(
+        &mut self,
+        space: &Space,
+        x: &[u32],
+        cache: &P::Cache,
+        rng: &mut ChainRng,
+        y: &mut [u32],
+        _: &mut (),
+    ) -> u32 {
+        Proposal::draw(self, space, x, cache, rng, y)
+    }
+
+    /// (f(y) − f(x)) + (log q(x|y) − log q(y|x)), as [`exact_row`] forms it.
+    #[inline]
+    fn log_accept_ratio(
+        &mut self,
+        space: &Space,
+        x: &[u32],
+        y: &[u32],
+        _: &(),
+        f_x: f64,
+        f_y: f64,
+        cache_x: &P::Cache,
+        cache_y: &P::Cache,
+    ) -> f64 {
+        let fwd = self.log_prob(space, x, y, cache_x);
+        let rev = self.log_prob(space, y, x, cache_y);
+        log_accept_ratio(f_x, f_y, fwd, rev)
+    }
+}
+
 /// Where a step's proposals get f and ∇f: the target's batched oracle ([`TargetEval`]) or a
 /// model-specific incremental cache (the RBM path's pre-activations).
 pub trait Evaluator: Send {
@@ -57,9 +176,9 @@ pub trait Evaluator: Send {
     /// f̂ and ∇f̂ of the current states on `batch` ([`Caching::Refresh`] only).
     fn current(&mut self, x: &[u32], batch: Batch<'_>, f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError>;
 
-    /// Stages the proposal `y` of chain `chain` (now at `x`) as row `row` of the next
-    /// [`Evaluator::evaluate`].
-    fn stage(&mut self, chain: usize, row: usize, x: &[u32], y: &[u32]);
+    /// Stages the proposal `y` of chain `chain` (now at `x`, with f(x) = `f_x` and local
+    /// information `grad_x`) as row `row` of the next [`Evaluator::evaluate`].
+    fn stage(&mut self, chain: usize, row: usize, x: &[u32], f_x: f64, grad_x: &[f64], y: &[u32]);
 
     /// f and ∇f of staged rows 0..rows on `batch`.
     fn evaluate(&mut self, rows: usize, batch: Batch<'_>) -> Result<(), EvalError>;
@@ -73,6 +192,12 @@ pub trait Evaluator: Send {
     /// N, the data items of a sum-over-data target (minibatch accounting; default: none).
     fn n_data(&self) -> Option<usize> {
         None
+    }
+
+    /// (density, gradient) evaluations one evaluated row counts in [`StepInfo`]: (1, 1), or
+    /// (1, 0) for values only; `lb`'s flip differences count d densities.
+    fn evals_per_row(&self) -> (u32, u32) {
+        (1, (self.grad_len() > 0) as u32)
     }
 }
 
@@ -126,7 +251,7 @@ impl Evaluator for TargetEval<'_> {
         self.target.evaluate(x, batch, f, grad)
     }
 
-    fn stage(&mut self, _chain: usize, row: usize, _x: &[u32], y: &[u32]) {
+    fn stage(&mut self, _chain: usize, row: usize, _x: &[u32], _f_x: f64, _grad_x: &[f64], y: &[u32]) {
         self.ys[row * self.d..(row + 1) * self.d].copy_from_slice(y);
     }
 
@@ -168,7 +293,7 @@ pub enum Caching {
 /// Running chains of one [`Proposal`] under the MH test (`mh`) or without it (unadjusted):
 /// x, f(x), ∇f(x) and the proposal cache per chain, plus scratch (no allocation inside a
 /// step).
-pub struct MhChains<'t, P: Proposal, E: Evaluator = TargetEval<'t>> {
+pub struct MhChains<'t, P: MoveProposal, E: Evaluator = TargetEval<'t>> {
     space: &'t Space,
     proposal: P,
     eval: E,
@@ -181,13 +306,15 @@ pub struct MhChains<'t, P: Proposal, E: Evaluator = TargetEval<'t>> {
     f: Vec<f64>,
     grad: Vec<f64>,
     caches: Vec<P::Cache>,
+    /// Each chain's move record of this step (`()` for state-pair proposals).
+    moves: Vec<P::Move>,
     // Scratch.
     y: Vec<u32>,
     y_cache: P::Cache,
     n_prop: Vec<u32>,
 }
 
-impl<'t, P: Proposal> MhChains<'t, P> {
+impl<'t, P: MoveProposal> MhChains<'t, P> {
     /// Chains on `target` started at the rows of `x0` (already checked against the space),
     /// evaluated with [`TargetEval`] (f and ∇f). An evaluation error at the start ends the run
     /// as one inside a step would ([`SamplerError::Eval`]).
@@ -203,7 +330,7 @@ impl<'t, P: Proposal> MhChains<'t, P> {
     }
 }
 
-impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
+impl<'t, P: MoveProposal, E: Evaluator> MhChains<'t, P, E> {
     /// Chains started at the rows of `x0` (n × d, at least one row, already checked against
     /// `space`). [`Caching::Keep`] evaluates and prepares them now; [`Caching::Refresh`] at
     /// each step.
@@ -227,6 +354,7 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
             }
         }
         let y_cache = proposal.new_cache(space);
+        let moves = (0..n).map(|_| proposal.new_move(space)).collect();
         Ok(MhChains {
             space,
             proposal,
@@ -239,6 +367,7 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
             f,
             grad,
             caches,
+            moves,
             y: vec![0; d],
             y_cache,
             n_prop: vec![0; n],
@@ -282,7 +411,7 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
             return Ok(());
         }
         for (r, (&j, y)) in rows.iter().zip(xs.chunks(d)).enumerate() {
-            self.eval.stage(j, r, &self.x[j * d..(j + 1) * d], y);
+            self.eval.stage(j, r, &self.x[j * d..(j + 1) * d], self.f[j], &self.grad[j * gl..(j + 1) * gl], y);
         }
         if rows.is_empty() {
             return Ok(());
@@ -307,13 +436,14 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
     fn step_keep(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo]) -> Result<(), EvalError> {
         let space = self.space;
         let (d, gl) = (space.d, self.gl);
+        let (density_evals, grad_evals) = self.eval.evals_per_row();
         let mut rows = 0;
         for j in 0..self.n {
             let x = &self.x[j * d..(j + 1) * d];
-            let k = self.proposal.draw(space, x, &self.caches[j], &mut rngs[j], &mut self.y);
+            let k = self.proposal.draw(space, x, &self.caches[j], &mut rngs[j], &mut self.y, &mut self.moves[j]);
             self.n_prop[j] = k;
             if k > 0 {
-                self.eval.stage(j, rows, x, &self.y);
+                self.eval.stage(j, rows, x, self.f[j], &self.grad[j * gl..(j + 1) * gl], &self.y);
                 rows += 1;
             }
         }
@@ -331,9 +461,9 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
             let x = &mut self.x[j * d..(j + 1) * d];
             let (accepted, p) = if self.mh {
                 self.proposal.prepare(space, y, g_y, &mut self.y_cache);
-                let fwd = self.proposal.log_prob(space, x, y, &self.caches[j]);
-                let rev = self.proposal.log_prob(space, y, x, &self.y_cache);
-                mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j])
+                let (cx, cy) = (&self.caches[j], &self.y_cache);
+                let a = self.proposal.log_accept_ratio(space, x, y, &self.moves[j], self.f[j], f_y, cx, cy);
+                mh_accept(a, &mut rngs[j])
             } else {
                 (true, 1.0)
             };
@@ -350,7 +480,7 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
                 self.proposal.adopt(cache);
                 self.eval.accept(j, r);
             }
-            info[j] = StepInfo { grad_evals: (gl > 0) as u32, ..StepInfo::evaluated(accepted, p, k) };
+            info[j] = StepInfo { density_evals, grad_evals, ..StepInfo::evaluated(accepted, p, k) };
             r += 1;
         }
         Ok(())
@@ -373,9 +503,9 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
             let (x, cache) = (&self.x[j * d..(j + 1) * d], &mut self.caches[j]);
             self.proposal.prepare(space, x, &self.grad[j * gl..(j + 1) * gl], cache);
             self.proposal.adopt(cache);
-            self.n_prop[j] = self.proposal.draw(space, x, cache, &mut rngs[j], &mut self.y);
+            self.n_prop[j] = self.proposal.draw(space, x, cache, &mut rngs[j], &mut self.y, &mut self.moves[j]);
             if self.mh {
-                self.eval.stage(j, j, x, &self.y);
+                self.eval.stage(j, j, x, self.f[j], &self.grad[j * gl..(j + 1) * gl], &self.y);
             } else {
                 // Unadjusted: the move is taken now; nothing about y is needed before the
                 // next step evaluates it on its own minibatch.
@@ -401,9 +531,9 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
                 let (y, f_y, g_y) = self.eval.row(j);
                 let x = &mut self.x[j * d..(j + 1) * d];
                 self.proposal.prepare(space, y, g_y, &mut self.y_cache);
-                let fwd = self.proposal.log_prob(space, x, y, &self.caches[j]);
-                let rev = self.proposal.log_prob(space, y, x, &self.y_cache);
-                let (accepted, p) = mh_accept(log_accept_ratio(self.f[j], f_y, fwd, rev), &mut rngs[j]);
+                let (cx, cy) = (&self.caches[j], &self.y_cache);
+                let a = self.proposal.log_accept_ratio(space, x, y, &self.moves[j], self.f[j], f_y, cx, cy);
+                let (accepted, p) = mh_accept(a, &mut rngs[j]);
                 rec.accepted = accepted;
                 rec.accept_prob = p;
                 rec.n_changed = if accepted { k } else { 0 };
@@ -417,7 +547,7 @@ impl<'t, P: Proposal, E: Evaluator> MhChains<'t, P, E> {
     }
 }
 
-impl<P: Proposal, E: Evaluator> Chains for MhChains<'_, P, E> {
+impl<P: MoveProposal, E: Evaluator> Chains for MhChains<'_, P, E> {
     fn n_chains(&self) -> usize {
         self.n
     }

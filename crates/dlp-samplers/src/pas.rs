@@ -55,6 +55,12 @@
 //! which is what the exact suite checks. (DISCS rounds an adapted real radius to one integer
 //! per step, so a fixed even radius there keeps the parity trap.)
 //!
+//! `pas` is not that paper's adaptive locally balanced sampler: the authors' `albp` weighs
+//! sites by the *exact* flip differences (Zanella's √ balancing of π(x^{(i)})/π(x)), where
+//! `pas` uses the gradient's first-order estimate (DISCS's `approx_with_grad`, the ICLR
+//! paper's PAFS); that sampler is `alb` ([`crate::alb`]), the same path machinery
+//! (`PasProposal`) with exact weights.
+//!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
 //! the sites not yet drawn (summed afresh, so no 1 − Σ cancellation).
@@ -71,16 +77,13 @@
 //! (the code's categorical variant also draws a class per site; not implemented here).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
-use crate::proposal::{accept_prob, mh_accept, sample_weights};
+use crate::mh::{Caching, MhChains, MoveProposal, exact_eval};
+use crate::proposal::{accept_prob, sample_weights};
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{
-    Batch, ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, StepInfo, Target,
-    Transition,
-};
+use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -259,7 +262,7 @@ fn draw_path(w: &[f64], path: &mut [usize], scratch: &mut [f64], rng: &mut Chain
 }
 
 /// y = x with the sites of `path` flipped.
-fn flip(x: &[u32], path: &[usize], y: &mut [u32]) {
+pub(crate) fn flip(x: &[u32], path: &[usize], y: &mut [u32]) {
     y.copy_from_slice(x);
     for &i in path {
         y[i] = 1 - y[i];
@@ -278,36 +281,8 @@ impl Sampler for Pas {
         let space = target.space();
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
-        let d = space.d;
-        let n = x0.len() / d;
-        let mut f = vec![0.0; n];
-        let mut grad = vec![0.0; n * d];
-        target.log_density_grad_batch(x0, &mut f, &mut grad)?;
-        let mut logit = vec![0.0; n * d];
-        let mut w = vec![0.0; n * d];
-        for (((x, g), l), w) in x0.chunks(d).zip(grad.chunks(d)).zip(logit.chunks_mut(d)).zip(w.chunks_mut(d)) {
-            site_weights(x, g, l, w);
-        }
-        let (lo, hi, theta) = self.lengths(d);
-        Ok(Box::new(PasChains {
-            target,
-            lo,
-            hi,
-            theta,
-            lens: vec![lo; n],
-            x: x0.to_vec(),
-            f,
-            logit,
-            w,
-            y: vec![0; n * d],
-            f_y: vec![0.0; n],
-            grad_y: vec![0.0; n * d],
-            logit_y: vec![0.0; d],
-            w_y: vec![0.0; d],
-            paths: vec![0; n * hi],
-            scratch: vec![0.0; d],
-            taken: vec![false; d],
-        }))
+        let proposal = PasProposal::new(self.lengths(space.d), space.d, site_weights);
+        Ok(Box::new(MhChains::on_target(target, proposal, true, Caching::Keep, x0)?))
     }
 
     fn exact(&self) -> Option<&dyn ExactKernel> {
@@ -317,26 +292,46 @@ impl Sampler for Pas {
 
 impl ExactKernel for Pas {
     fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        let (lo, hi, theta) = self.lengths(target.space().d);
-        let mut row = fixed_length_row(target, x, lo, 1.0 - theta);
-        if hi != lo {
-            for (y, p) in fixed_length_row(target, x, hi, theta) {
-                *row.entry(y).or_insert(0.0) += p;
-            }
-        }
-        crate::gibbs::finish_row(row)
+        mixture_row(self, target, x, &|y, g| target.log_density_grad(y, g), site_weights)
     }
+}
+
+/// The transition row from `x` of the path kernel with `paths`' lengths, a state's f and local
+/// information from `local` (f returned, the row written) and its site weights from
+/// `weights`: every ordered path of both lengths, with the functions the step uses.
+pub(crate) fn mixture_row(
+    paths: &Pas,
+    target: &dyn Target,
+    x: &[u32],
+    local: &LocalInfo<'_>,
+    weights: SiteWeights,
+) -> Vec<Transition> {
+    let (lo, hi, theta) = paths.lengths(target.space().d);
+    let mut row = fixed_length_row(target, x, lo, 1.0 - theta, local, weights);
+    if hi != lo {
+        for (y, p) in fixed_length_row(target, x, hi, theta, local, weights) {
+            *row.entry(y).or_insert(0.0) += p;
+        }
+    }
+    crate::gibbs::finish_row(row)
 }
 
 /// `weight` times the transition row from `x` of the step with paths of `len` flips: every
 /// ordered path, with the functions `step` uses.
-fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> BTreeMap<Vec<u32>, f64> {
+fn fixed_length_row(
+    target: &dyn Target,
+    x: &[u32],
+    len: usize,
+    weight: f64,
+    local: &LocalInfo<'_>,
+    weights: SiteWeights,
+) -> BTreeMap<Vec<u32>, f64> {
     let d = target.space().d;
     let eval = |y: &[u32]| {
         let mut g = vec![0.0; d];
-        let f = exact_eval(target.log_density_grad(y, &mut g));
+        let f = exact_eval(local(y, &mut g));
         let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
-        site_weights(y, &g, &mut l, &mut w);
+        weights(y, &g, &mut l, &mut w);
         (f, l, w)
     };
     let (f_x, logit_x, w_x) = eval(x);
@@ -375,78 +370,87 @@ fn fixed_length_row(target: &dyn Target, x: &[u32], len: usize, weight: f64) -> 
     row
 }
 
-struct PasChains<'t> {
-    target: &'t dyn Target,
+/// Site log-weights and weights of a state from its local information (x, row, logit, w):
+/// [`site_weights`] (first-order) or `alb`'s exact ones.
+pub(crate) type SiteWeights = fn(&[u32], &[f64], &mut [f64], &mut [f64]);
+
+/// A state's f (returned) and local information (written): ∇f, or the flip differences.
+pub(crate) type LocalInfo<'a> = dyn Fn(&[u32], &mut [f64]) -> Result<f64, dlp_core::EvalError> + 'a;
+
+/// The path proposal for the one MH kernel ([`MhChains`]): a length, then a path of that
+/// many distinct sites from x's weights; the move record is the path, whose reverse under y's
+/// weights the test scores ([`log_accept_ratio`]). PAS weighs sites by the first-order
+/// estimate ([`site_weights`]); `alb` ([`crate::alb`]) by the exact flip differences.
+pub(crate) struct PasProposal {
     /// Flips per proposal: `hi` with probability `theta`, else `lo` (`Pas::lengths`).
     lo: usize,
     hi: usize,
     theta: f64,
-    /// This step's length of each chain.
-    lens: Vec<usize>,
-    x: Vec<u32>,
-    f: Vec<f64>,
-    /// Site log-weights and weights of the current states (d per chain).
-    logit: Vec<f64>,
-    w: Vec<f64>,
-    y: Vec<u32>,
-    f_y: Vec<f64>,
-    grad_y: Vec<f64>,
-    logit_y: Vec<f64>,
-    w_y: Vec<f64>,
-    paths: Vec<usize>,
+    /// Site log-weights and weights of a state from its local information (x, row, logit, w).
+    weights: SiteWeights,
+    /// [`draw_path`]'s weights (length d).
     scratch: Vec<f64>,
+    /// [`path_log_prob`]'s marks (length d, left all false).
     taken: Vec<bool>,
 }
 
-impl Chains for PasChains<'_> {
-    fn n_chains(&self) -> usize {
-        self.f.len()
+impl PasProposal {
+    /// Paths of `lengths` ([`Pas::lengths`]) on d sites, sites weighed by `weights`.
+    pub(crate) fn new((lo, hi, theta): (usize, usize, f64), d: usize, weights: SiteWeights) -> Self {
+        PasProposal { lo, hi, theta, weights, scratch: vec![0.0; d], taken: vec![false; d] }
+    }
+}
+
+/// What a path-proposal chain keeps of its state: the site log-weights and weights.
+pub(crate) struct PasCache {
+    logit: Vec<f64>,
+    w: Vec<f64>,
+}
+
+/// A drawn path: its first `len` entries.
+pub(crate) struct PasPath {
+    len: usize,
+    sites: Vec<usize>,
+}
+
+impl MoveProposal for PasProposal {
+    type Cache = PasCache;
+    type Move = PasPath;
+
+    fn new_cache(&self, space: &Space) -> PasCache {
+        PasCache { logit: vec![0.0; space.d], w: vec![0.0; space.d] }
     }
 
-    fn positions(&self) -> &[u32] {
-        &self.x
+    fn new_move(&self, _: &Space) -> PasPath {
+        PasPath { len: self.lo, sites: vec![0; self.hi] }
     }
 
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
+    fn prepare(&self, _: &Space, x: &[u32], grad: &[f64], c: &mut PasCache) {
+        (self.weights)(x, grad, &mut c.logit, &mut c.w);
     }
 
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        let d = self.target.space().d;
-        let (n, hi) = (self.f.len(), self.hi);
-        // Draw every chain's path first so that the proposals are evaluated in one batch. A
-        // fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
-        for (j, rng) in rngs.iter_mut().enumerate().take(n) {
-            let len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
-            self.lens[j] = len;
-            let path = &mut self.paths[j * hi..j * hi + len];
-            draw_path(&self.w[j * d..(j + 1) * d], path, &mut self.scratch, rng);
-            flip(&self.x[j * d..(j + 1) * d], path, &mut self.y[j * d..(j + 1) * d]);
-        }
-        self.target.log_density_grad_batch(&self.y, &mut self.f_y, &mut self.grad_y)?;
-        for j in 0..n {
-            let xs = j * d..(j + 1) * d;
-            site_weights(&self.y[xs.clone()], &self.grad_y[xs.clone()], &mut self.logit_y, &mut self.w_y);
-            let a = log_accept_ratio(
-                self.f[j],
-                self.f_y[j],
-                &self.logit[xs.clone()],
-                &self.w[xs.clone()],
-                &self.logit_y,
-                &self.w_y,
-                &self.paths[j * hi..j * hi + self.lens[j]],
-                &mut self.taken,
-            );
-            let (accepted, accept_prob) = mh_accept(a, &mut rngs[j]);
-            if accepted {
-                self.x[xs.clone()].copy_from_slice(&self.y[xs.clone()]);
-                self.f[j] = self.f_y[j];
-                self.logit[xs.clone()].copy_from_slice(&self.logit_y);
-                self.w[xs].copy_from_slice(&self.w_y);
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, self.lens[j] as u32);
-        }
-        Ok(())
+    /// A fixed length draws no length (its streams stay those of `pas-<R>` before `pas`).
+    fn draw(&mut self, _: &Space, x: &[u32], c: &PasCache, rng: &mut ChainRng, y: &mut [u32], mv: &mut PasPath) -> u32 {
+        mv.len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
+        let path = &mut mv.sites[..mv.len];
+        draw_path(&c.w, path, &mut self.scratch, rng);
+        flip(x, path, y);
+        mv.len as u32
+    }
+
+    fn log_accept_ratio(
+        &mut self,
+        _: &Space,
+        _x: &[u32],
+        _y: &[u32],
+        mv: &PasPath,
+        f_x: f64,
+        f_y: f64,
+        cx: &PasCache,
+        cy: &PasCache,
+    ) -> f64 {
+        let path = &mv.sites[..mv.len];
+        log_accept_ratio(f_x, f_y, &cx.logit, &cx.w, &cy.logit, &cy.w, path, &mut self.taken)
     }
 }
 
@@ -501,12 +505,8 @@ mod tests {
     use super::*;
     use crate::gibbs::testkit::*;
     use crate::gwg::Gwg;
+    use dlp_core::StepInfo;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
-
-    fn spin_tiny() -> Quadratic {
-        let q = Quadratic::spec_tiny();
-        Quadratic::new(Space::spin(3), q.w.clone(), q.b.clone())
-    }
 
     #[test]
     fn pas_preserves_pi_exactly() {

@@ -37,6 +37,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
     crate::locally_balanced::LB,
     crate::pas::PAS,
     crate::pas::PAS_R,
+    crate::alb::ALB,
     crate::rwm::RWM,
     crate::dlmc::DLMC,
     crate::dlmc::DLMCF,

@@ -153,7 +153,7 @@ impl Tempering {
             return Err(SamplerError::BadParameter {
                 sampler: self.name(),
                 message: format!(
-                    "{}'s chains cannot exchange states (only samplers on the MH kernel and generic Gibbs can)",
+                    "{}'s chains cannot exchange states (samplers on the MH kernel and generic Gibbs can)",
                     self.inner_name
                 ),
             });
@@ -466,7 +466,11 @@ pub const PT: SamplerSpec = SamplerSpec {
     not_ergodic_on: crate::spec::ergodic_everywhere,
     target_accept: crate::dual_averaging::MALA_TARGET_ACCEPT,
     adapt: Some(Tempering::adapt),
-    tests: TestSpec { names: &["pt-2:dmala", "pt-3:rwm", "pt-2:gibbs"], step_size: Some(0.75), ..NO_TESTS },
+    tests: TestSpec {
+        names: &["pt-2:dmala", "pt-3:rwm", "pt-2:gibbs", "pt-2:gwg", "pt-2:lb"],
+        step_size: Some(0.75),
+        ..NO_TESTS
+    },
     defaults: NO_DEFAULTS,
 };
 
@@ -520,6 +524,8 @@ mod tests {
     fn step_follows_the_product_row() {
         let q = Quadratic::spec_tiny();
         step_follows_product_row(&pt("dlmc", Some(0.8), &[1.0, 0.4]), &q, &[1, 0, 1, 0, 1, 1], 40_000, 3);
+        step_follows_product_row(&pt("lb", None, &[1.0, 0.4]), &q, &[0, 1, 1, 1, 0, 0], 40_000, 7);
+        step_follows_product_row(&pt("gwg", None, &[1.0, 0.3]), &q, &[1, 1, 0, 0, 0, 1], 40_000, 8);
         step_follows_product_row(&pt("rwm", Some(0.75), &[1.0, 0.5, 0.2]), &q, &[0, 0, 1, 1, 1, 0, 0, 1, 0], 40_000, 4);
         let cat = PairwiseCategorical::spec_small();
         step_follows_product_row(&pt("dmala", Some(0.6), &[1.0, 0.3]), &cat, &[1, 2, 0, 0], 40_000, 5);

@@ -33,6 +33,7 @@ use crate::fast::Threshold;
 use crate::fast::vexp::exp_neg_abs;
 use crate::mh::{Caching, Evaluator, MhChains, Proposal, start_error};
 use crate::proposal::sample_logits;
+use dlp_core::TargetExt;
 use dlp_core::capability::RbmView;
 use dlp_core::{Batch, ChainRng, EvalError, SamplerError, Space, Target};
 use rand::Rng;
@@ -348,6 +349,17 @@ pub struct RbmEval<'t> {
     cache: RbmCache<'t>,
     d: usize,
     ys: Vec<u32>,
+    /// Where the starting states' f and ∇f come from: the target's own evaluation (GWG's
+    /// chains have always started from it) or, when None, the cache's first evaluation.
+    start_target: Option<&'t dyn Target>,
+}
+
+impl<'t> RbmEval<'t> {
+    /// The evaluator of GWG's chains at `x0` on an RBM: proposals from the cache, the
+    /// starting states from `target`'s batched evaluation.
+    pub fn starting_from_target(target: &'t dyn Target, rbm: RbmView<'t>, x0: &[u32]) -> Self {
+        RbmEval { cache: RbmCache::new(rbm, x0), d: rbm.d, ys: vec![0; x0.len()], start_target: Some(target) }
+    }
 }
 
 impl Evaluator for RbmEval<'_> {
@@ -355,8 +367,12 @@ impl Evaluator for RbmEval<'_> {
         self.d
     }
 
-    /// [`RbmCache::with_precision`] has evaluated the starting states as rows 0..n.
+    /// [`RbmCache::with_precision`] has evaluated the starting states as rows 0..n (unless
+    /// the target evaluates them, [`RbmEval::starting_from_target`]).
     fn start(&mut self, x0: &[u32], f: &mut [f64], grad: &mut [f64]) -> Result<(), EvalError> {
+        if let Some(t) = self.start_target {
+            return t.log_density_grad_batch(x0, f, grad);
+        }
         let n = x0.len() / self.d;
         f.copy_from_slice(&self.cache.f_y[..n]);
         grad.copy_from_slice(&self.cache.g_y[..n * self.d]);
@@ -368,7 +384,7 @@ impl Evaluator for RbmEval<'_> {
         Err(EvalError::NoData)
     }
 
-    fn stage(&mut self, chain: usize, row: usize, x: &[u32], y: &[u32]) {
+    fn stage(&mut self, chain: usize, row: usize, x: &[u32], _f_x: f64, _grad_x: &[f64], y: &[u32]) {
         self.ys[row * self.d..(row + 1) * self.d].copy_from_slice(y);
         self.cache.propose(chain, row, x, y);
     }
@@ -424,7 +440,8 @@ pub(crate) fn rbm_chains_from_view<'t>(
     if n == 0 {
         return Err(SamplerError::BadInitialState("no chains".into()));
     }
-    let eval = RbmEval { cache: RbmCache::with_precision(rbm, x0, proposal.has_f32_gradient()), d, ys: vec![0; n * d] };
+    let cache = RbmCache::with_precision(rbm, x0, proposal.has_f32_gradient());
+    let eval = RbmEval { cache, d, ys: vec![0; n * d], start_target: None };
     let hinv = proposal.half_inv_step(0);
     let proposal = RbmProposal { proposal, hinv, rbuf: vec![0; 2 * d] };
     MhChains::new(space, proposal, eval, mh, Caching::Keep, x0).map_err(start_error)
