@@ -1,4 +1,4 @@
-//! `dlp.gof`: KDSD, GF-KSD and MMD (dlp-gof) on arrays, returning the fields of `dlp gof`'s
+//! `dlp_mcmc.gof`: KDSD, GF-KSD and MMD (dlp-gof) on arrays, returning the fields of `dlp gof`'s
 //! `dlp.gof.result.v1` JSON (without the file paths and checksums an array does not have).
 //! The options and their checks are `dlp gof`'s (`crates/dlp-cli/src/gof.rs`), with the
 //! Python argument names in the messages; the same seed and options give the same statistic

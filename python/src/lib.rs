@@ -1,7 +1,7 @@
-//! `dlp._dlp`: the Rust half of the `dlp` Python package (PyO3, abi3). It wraps the crates —
+//! `dlp_mcmc._dlp`: the Rust half of the `dlp_mcmc` Python package (distribution `dlp-mcmc`) (PyO3, abi3). It wraps the crates —
 //! models and model files (dlp-models), the sampler registry (dlp-samplers), the runner
 //! (dlp-core), the goodness-of-fit tests (dlp-gof) and the exact report (dlp-exact) — and
-//! re-implements none of them; the Python half (`python/dlp/`) checks argument types, turns
+//! re-implements none of them; the Python half (`python/dlp_mcmc/`) checks argument types, turns
 //! arrays into the shapes expected here and wraps results in classes.
 //!
 //! Every error crosses the boundary as a Python exception with one line: bad input is a
@@ -45,7 +45,7 @@ pub(crate) enum Inner {
 }
 
 /// A discrete target distribution π(x) ∝ exp f(x).
-#[pyclass(module = "dlp._dlp", name = "Model", frozen, subclass)]
+#[pyclass(module = "dlp_mcmc._dlp", name = "Model", frozen, subclass)]
 #[derive(Clone)]
 pub struct PyModel {
     pub(crate) inner: Inner,
@@ -127,7 +127,7 @@ impl PyModel {
         Ok(PyModel { inner: Inner::Loaded(m) })
     }
 
-    /// A model whose f and ∇f come from `func(x)` on a whole batch (see `dlp.Model.from_callable`).
+    /// A model whose f and ∇f come from `func(x)` on a whole batch (see `dlp_mcmc.Model.from_callable`).
     #[staticmethod]
     #[pyo3(signature = (d, domain, func, k=None))]
     fn from_callable(d: usize, domain: &str, func: Py<PyAny>, k: Option<usize>) -> PyResult<Self> {
@@ -287,7 +287,7 @@ fn exact(
         dlp_exact::ExactError::BadRow { .. } => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e),
     };
-    dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp.exact")
+    dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp_mcmc.exact")
         .map_err(exact_error)?;
     let report = py.detach(|| dlp_exact::exact_report(target, s.as_ref()));
     if let Some(c) = model.callback()

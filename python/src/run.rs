@@ -1,4 +1,4 @@
-//! `dlp.sample`: the runner (`dlp_core::run_chains`) on a model, with the GIL released while
+//! `dlp_mcmc.sample`: the runner (`dlp_core::run_chains`) on a model, with the GIL released while
 //! Rust runs and Ctrl-C honoured.
 //!
 //! The run goes on a scoped thread while the calling (normally the main) thread waits for it
@@ -69,7 +69,7 @@ impl Target for Guarded<'_> {
 /// One task's observers: the progress bar, the tallies and, with `keep_trace`, the trace.
 type Record = (Progress, Tallies, Option<Trace>);
 
-/// Runs `chains` chains of `sampler` for `steps` steps (see `dlp.sample`). With `adapt` the
+/// Runs `chains` chains of `sampler` for `steps` steps (see `dlp_mcmc.sample`). With `adapt` the
 /// step size adapts first over `burn_in` warm-up steps (half of `steps` when 0), as `dlp
 /// sample --step-size auto` does (`dlp_samplers::adapt`). Returns a dict of numpy arrays:
 /// `final` (chains × d values), `trace` (kept × chains × d, or None), `trace_steps`,

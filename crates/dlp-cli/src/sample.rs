@@ -72,7 +72,7 @@ pub struct Args {
     pub device: Option<String>,
 }
 
-/// The session this invocation asks for (`dlp_session`: the same as Python's `dlp.sample`).
+/// The session this invocation asks for (`dlp_session`: the same as Python's `dlp_mcmc.sample`).
 fn request(args: &Args) -> Request {
     let run = &args.run;
     Request {

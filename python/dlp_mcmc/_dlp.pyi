@@ -1,5 +1,5 @@
-"""Type stubs of the Rust extension module `dlp._dlp` (python/src/*.rs). Use the `dlp`
-package's wrappers (`dlp.Model`, `dlp.sample`, `dlp.gof`, `dlp.exact`), which check types
+"""Type stubs of the Rust extension module `dlp_mcmc._dlp` (python/src/*.rs). Use the `dlp_mcmc`
+package's wrappers (`dlp_mcmc.Model`, `dlp_mcmc.sample`, `dlp_mcmc.gof`, `dlp_mcmc.exact`), which check types
 and convert arrays before calling these."""
 
 from os import PathLike

@@ -1,9 +1,9 @@
-"""dlp: gradient-based discrete samplers (the DLP family and the rest of dlp's registry),
+"""dlp_mcmc (distribution `dlp-mcmc`): gradient-based discrete samplers (the DLP family and the rest of dlp's registry),
 discrete goodness-of-fit tests and exact checks, on numpy arrays, with a Rust core.
 
->>> import dlp
->>> model = dlp.Model.ising(J=[[0, .5], [.5, 0]], b=[.1, -.2])
->>> run = dlp.sample(model, "dmala", step_size=0.4, chains=8, steps=100, seed=1)
+>>> import dlp_mcmc
+>>> model = dlp_mcmc.Model.ising(J=[[0, .5], [.5, 0]], b=[.1, -.2])
+>>> run = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=8, steps=100, seed=1)
 >>> run.final.shape
 (8, 2)
 
@@ -82,7 +82,7 @@ class Model:
         if domain is not None:
             spec["domain"] = domain
         spec.update({k: v for k, v in keys.items() if v is not None})
-        return Model.from_dict(spec, name=f"<dlp.Model.{kind}>")
+        return Model.from_dict(spec, name=f"<dlp_mcmc.Model.{kind}>")
 
     @staticmethod
     def ising(J: Any, b: Any = None, domain: str = "spin") -> "Model":
@@ -154,7 +154,7 @@ class Model:
                 f = net(t).sum(-1)
                 (g,) = torch.autograd.grad(f.sum(), t)
                 return f.detach().numpy(), g.numpy()
-            model = dlp.Model.from_callable(d, "spin", f_grad)
+            model = dlp_mcmc.Model.from_callable(d, "spin", f_grad)
 
         The sampler runs on one thread for a callback model. An exception in the callback, or
         a result of the wrong shape, stops the run and raises ``ValueError``.
@@ -216,7 +216,7 @@ def _states(x: Any, d: int) -> np.ndarray:
 
 def _model(model: Any) -> "_dlp.Model":
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a dlp.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a dlp_mcmc.Model, got {type(model).__name__}")
     return model._inner
 
 
@@ -272,7 +272,7 @@ class Sample:
 
     def _draws(self, statistic: Callable[[np.ndarray], Any]) -> np.ndarray:
         if self.trace is None:
-            raise ValueError("ess and rhat need the trace: call dlp.sample(..., trace=True)")
+            raise ValueError("ess and rhat need the trace: call dlp_mcmc.sample(..., trace=True)")
         kept, chains, d = self.trace.shape
         s = np.asarray(statistic(self.trace.reshape(kept * chains, d)), dtype=np.float64)
         if s.shape != (kept * chains,):
