@@ -83,8 +83,8 @@ test:
 
 # `profile` is the Cargo profile of the extension: dev (default) reuses what `just test`
 # built, so CI compiles little more; `just test-python release` builds what `pip install
-# ./python` installs. pytest runs from the repository root (so `import dlp` finds the
-# installed package, not python/dlp without its extension); its exit code 5 (no test
+# ./python` installs. pytest runs from the repository root (so `import dlp_mcmc` finds the
+# installed package, not python/dlp_mcmc without its extension); its exit code 5 (no test
 # collected) is a failure.
 # Build and install the Python package (python/), then run its pytest suite.
 test-python profile="dev":
