@@ -7,9 +7,11 @@ discrete goodness-of-fit tests and exact checks, on numpy arrays, with a Rust co
 >>> run.final.shape
 (8, 2)
 
-The Rust crates do the work; this module checks argument types and shapes, converts arrays
-and wraps results. Bad input raises ``ValueError`` (or ``TypeError`` for a wrong type) with
-the one-line message the ``dlp`` command prints.
+The Rust crates do the work and check every value (one layer: the checks and one-line
+messages of the ``dlp`` command, raised as ``ValueError``; a wrong type is a ``TypeError``);
+this module converts arrays and wraps results in typed classes holding numpy arrays
+(:class:`Sample`, :class:`Exact`, :class:`LogZ`, :class:`gof.GofResult`). Nothing crosses the
+boundary as JSON text.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from __future__ import annotations
 import json
 import os
 import unicodedata
-from typing import Any, Callable, Optional, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from . import _dlp
 from . import gof
 
-__all__ = ["Model", "Sample", "sample", "exact", "Exact", "samplers", "gof", "__version__"]
+__all__ = ["Model", "Sample", "sample", "exact", "Exact", "logz", "LogZ", "samplers", "sampler_options", "gof",
+           "__version__"]
 __version__: str = _dlp.__version__
 
 
@@ -36,18 +40,6 @@ def _int_array(x: Any, name: str, ndim: int = 2) -> np.ndarray:
     if a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
     return np.ascontiguousarray(a, dtype=np.int64)
-
-
-def _float_array(x: Any, name: str) -> list:
-    """``x`` as a nested list of finite floats (for model-file JSON)."""
-    a = np.asarray(x)
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
-        raise TypeError(f"{name} must be an array of numbers, got dtype {a.dtype}")
-    a = a.astype(np.float64)
-    if not np.all(np.isfinite(a)):
-        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
-        raise ValueError(f"{name}{list(bad)} is not finite ({a[bad]})")
-    return a.tolist()
 
 
 class Model:
@@ -77,64 +69,43 @@ class Model:
         return Model(_dlp.Model.from_json(json.dumps(spec), name))
 
     @staticmethod
-    def _kind(kind: str, d: int, domain: Optional[str], **keys: Any) -> "Model":
-        spec: dict = {"kind": kind, "d": int(d)}
-        if domain is not None:
-            spec["domain"] = domain
-        spec.update({k: v for k, v in keys.items() if v is not None})
-        return Model.from_dict(spec, name=f"<dlp_mcmc.Model.{kind}>")
-
-    @staticmethod
     def ising(J: Any, b: Any = None, domain: str = "spin") -> "Model":
         """f(x) = Σ_{i<j} J_ij x_i x_j + Σ b_i x_i; ``J`` symmetric d × d (zero diagonal)."""
-        J = _float_array(J, "J")
-        d = len(J)
-        return Model._kind("ising", d, domain, J=J, b=None if b is None else _float_array(b, "b"))
+        return Model(_dlp.ising(J, b, domain))
 
     @staticmethod
     def potts(J: Any, h: Any) -> "Model":
         """Potts model: couplings ``J`` (d × d, pairs counted once) and fields ``h`` (d × K)."""
-        h = _float_array(h, "h")
-        return Model._kind("potts", len(h), None, K=len(h[0]) if h else 0, J=_float_array(J, "J"), h=h)
+        return Model(_dlp.potts(J, h))
 
     @staticmethod
     def rbm(W: Any, b: Any, c: Any, domain: str = "binary") -> "Model":
         """RBM marginal over the visible units: ``W`` (d × M), visible bias ``b``, hidden ``c``."""
-        W = _float_array(W, "W")
-        return Model._kind("rbm", len(W), domain, W=W, b=_float_array(b, "b"), c=_float_array(c, "c"))
+        return Model(_dlp.rbm(W, b, c, domain))
 
     @staticmethod
     def categorical(probs: Any = None, logits: Any = None) -> "Model":
         """Independent coordinates with ``probs`` or ``logits`` (d × K)."""
-        if (probs is None) == (logits is None):
-            raise ValueError("give exactly one of probs and logits")
-        p = _float_array(probs if probs is not None else logits, "probs" if probs is not None else "logits")
-        key = "probs" if probs is not None else "logits"
-        return Model._kind("categorical", len(p), None, K=len(p[0]) if p else 0, **{key: p})
+        return Model(_dlp.categorical(probs, logits))
 
     @staticmethod
     def table(log_prob: Any, d: int, domain: str = "binary", K: Optional[int] = None) -> "Model":
         """Explicit ``log_prob`` of all K^d states (first coordinate most significant)."""
-        return Model._kind("table", d, domain, K=K, log_prob=_float_array(log_prob, "log_prob"))
+        return Model(_dlp.table(log_prob, d, domain, K))
 
     @staticmethod
-    def logistic(X: Any, y: Any, b: Any = None, domain: str = "spin", minibatch: Optional[dict] = None) -> "Model":
-        """Logistic-regression data model (features ``X`` N × d, labels ``y`` in {0,1})."""
-        X = _float_array(X, "X")
-        y = _int_array(y, "y", ndim=1).tolist()
-        d = len(X[0]) if X else 0
-        return Model._kind("logistic", d, domain, X=X, y=y, b=None if b is None else _float_array(b, "b"),
-                           minibatch=minibatch)
+    def logistic(X: Any, y: Any, b: Any = None, domain: str = "spin", scaling: str = "sum",
+                 c: Optional[float] = None) -> "Model":
+        """Logistic-regression data model: features ``X`` (N × d), labels ``y`` in {0, 1},
+        field ``b``; minibatch gradients scaled N/B (``scaling="sum"``) or c/B
+        (``scaling="mean_times"`` with ``c``)."""
+        return Model(_dlp.logistic(X, y, b, domain, scaling, c))
 
     @staticmethod
-    def bnn(x: Any, y: Any, hidden: int, tau: Optional[float] = None) -> "Model":
+    def bnn(x: Any, y: Any, hidden: int, tau: float = 100.0) -> "Model":
         """Binary Bayesian neural network data model (kind ``bnn``): features ``x`` (N × p),
-        targets ``y`` (N), ``hidden`` units, prior scale ``tau``; d = (p + 2)·hidden + 1."""
-        x = _float_array(x, "x")
-        p = len(x[0]) if x else 0
-        h = _count(hidden, "hidden", 1)
-        return Model._kind("bnn", (p + 2) * h + 1, None, x=x, y=_float_array(y, "y"), hidden=h,
-                           tau=None if tau is None else float(tau))
+        targets ``y`` (N), ``hidden`` units, prior temperature ``tau``; d = (p + 2)·hidden + 1."""
+        return Model(_dlp.bnn(x, y, hidden, tau))
 
     @staticmethod
     def from_callable(d: int, domain: str, log_density_grad: Callable[[np.ndarray], Any],
@@ -227,48 +198,46 @@ def _quote(s: str) -> str:
     return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cc" else c for c in q)
 
 
-# Counts and seeds reach Rust as 64-bit unsigned integers; a larger Python int would raise
-# OverflowError in the conversion instead of the ValueError naming the argument.
-_U64_MAX = 2**64 - 1
-
-
-def _count(x: Any, name: str, minimum: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
-    if x < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {x}")
-    if x > _U64_MAX:
-        raise ValueError(f"{name} must be at most {_U64_MAX}, got {x}")
-    return int(x)
-
-
 def samplers() -> list:
     """Every registered sampler name form (``dlp samplers``; ``<k>`` stands for an integer)."""
     return [form for entry in _dlp.sampler_names() for form in entry.split(" | ")]
 
 
-class Sample:
-    """The result of :func:`sample`.
+def sampler_options(sampler: str) -> Optional[dict]:
+    """The options ``sampler`` takes in :func:`sample`'s ``**options``, as {keyword: required}
+    (the registry's parameters; ``target_accept`` goes with ``step_size``); None for an
+    unknown name."""
+    params = _dlp.sampler_params(sampler)
+    if params is None:
+        return None
+    out = dict(params)
+    if "step_size" in out:
+        out["target_accept"] = False
+    return out
 
-    Attributes: ``final`` (chains × d model values), ``trace`` (kept steps × chains × d, or
-    None), ``trace_steps`` (the step number of each kept slice), ``accept_rate`` (per chain,
-    fraction of steps accepted), ``accept_prob`` (per chain, mean acceptance probability),
-    ``changed`` (per chain, mean coordinates changed per step), ``sampler`` (its name),
-    ``step_size`` and ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run
-    by the adaptation before the recorded steps).
+
+@dataclass(frozen=True)
+class Sample:
+    """The result of :func:`sample`: arrays per chain, the trace when kept, and what ran.
+
+    ``final`` (chains × d model values), ``trace`` (kept steps × chains × d, or None),
+    ``trace_steps`` (the step number of each kept slice), ``accept_rate`` (per chain, fraction
+    of steps accepted), ``accept_prob`` (per chain, mean acceptance probability), ``changed``
+    (per chain, mean coordinates changed per step), ``sampler`` (its name), ``step_size`` and
+    ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run by the adaptation
+    before the recorded steps).
     """
 
-    def __init__(self, raw: dict) -> None:
-        self.final: np.ndarray = raw["final"]
-        self.trace: Optional[np.ndarray] = raw["trace"]
-        self.trace_steps: Optional[np.ndarray] = raw["trace_steps"]
-        self.accept_rate: np.ndarray = raw["accept_rate"]
-        self.accept_prob: np.ndarray = raw["accept_prob"]
-        self.changed: np.ndarray = raw["changed"]
-        self.sampler: str = raw["sampler"]
-        self.step_size: Optional[float] = raw["step_size"]
-        self.step_size_min: Optional[float] = raw["step_size_min"]
-        self.warmup_steps: int = raw["warmup_steps"]
+    final: np.ndarray
+    trace: Optional[np.ndarray]
+    trace_steps: Optional[np.ndarray]
+    accept_rate: np.ndarray
+    accept_prob: np.ndarray
+    changed: np.ndarray
+    sampler: str
+    step_size: Optional[float]
+    step_size_min: Optional[float]
+    warmup_steps: int
 
     def _draws(self, statistic: Callable[[np.ndarray], Any]) -> np.ndarray:
         if self.trace is None:
@@ -293,41 +262,28 @@ class Sample:
                 f"mean accept={float(np.mean(self.accept_rate)):.3f})")
 
 
-def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, None] = 0.4, chains: int = 100,
-           steps: int = 2000, burn_in: int = 0, thin: int = 1, seed: int = 0, threads: Optional[int] = None,
-           init: Union[str, Any] = "random", trace: bool = False, preconditioner: Optional[Sequence[float]] = None,
-           batch_size: Optional[int] = None, step_size_min: Optional[float] = None,
-           progress: bool = False, target_accept: Optional[float] = None) -> Sample:
+def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: int = 2000, burn_in: int = 0,
+           thin: int = 1, seed: int = 0, threads: Optional[int] = None, init: Union[str, Any] = "random",
+           trace: bool = False, progress: bool = False, **options: Any) -> Sample:
     """Runs ``chains`` chains of ``sampler`` (any name of :func:`samplers`) for ``steps`` steps.
 
-    ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp sample``), ``"zeros"`` (first
-    value of every coordinate) or a chains × d array of model values. With ``trace=True`` the
-    states after step ``burn_in`` are kept every ``thin`` steps. ``step_size=None`` for
-    samplers without one. The same seed gives the same arrays for any ``threads``
-    (None = one per core); Ctrl-C stops the run and raises KeyboardInterrupt.
-    ``preconditioner`` (pdula/pdmala), ``batch_size`` (sg-* samplers on data models) and
-    ``step_size_min`` (acs-* samplers) are the CLI's ``--preconditioner``, ``--batch-size``
-    and ``--step-size-min``. ``step_size="auto"`` adapts α first, as ``dlp sample
-    --step-size auto`` does (dual averaging toward ``target_accept``, 0.574 by default, over
-    ``burn_in`` warm-up steps, half of ``steps`` when 0; then frozen); ``Sample.step_size``
-    is the α used. ``progress=True`` shows the CLI's progress bar on stderr (when
-    stderr is a terminal).
+    Run settings are keyword-only: ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp
+    sample``), ``"zeros"`` (first value of every coordinate) or a chains × d array of model
+    values; with ``trace=True`` the states after step ``burn_in`` are kept every ``thin``
+    steps; the same seed gives the same arrays for any ``threads`` (None = one per core);
+    Ctrl-C stops the run and raises KeyboardInterrupt.
+
+    ``**options`` are the sampler's own parameters, checked against the registry's (see
+    :func:`sampler_options`): ``step_size`` (α; ``"auto"`` adapts it over ``burn_in``
+    warm-up steps, half of ``steps`` when 0, toward ``target_accept``, as ``dlp sample
+    --step-size auto``; not given to a sampler that adapts: adapted too, as ``dlp sample``;
+    None: no step size), ``step_size_min`` (acs-* samplers), ``preconditioner`` (pdula/pdmala)
+    and ``batch_size`` (sg-* samplers on data models). ``Sample.step_size`` is the α used.
+    ``progress=True`` shows the CLI's progress bar on stderr (when stderr is a terminal).
     """
     inner = _model(model)
     if not isinstance(sampler, str):
         raise TypeError(f"sampler must be a str, got {type(sampler).__name__}")
-    chains = _count(chains, "chains", 1)
-    steps = _count(steps, "steps", 0)
-    burn_in = _count(burn_in, "burn_in", 0)
-    thin = _count(thin, "thin", 1)
-    seed = _count(seed, "seed", 0)
-    threads = 0 if threads is None else _count(threads, "threads", 1)
-    adapt = isinstance(step_size, str)
-    if adapt and step_size != "auto":
-        raise ValueError(f"step_size must be a number, None or \"auto\", got {_quote(step_size)}")
-    if not adapt and step_size is not None and (
-            isinstance(step_size, bool) or not isinstance(step_size, (int, float, np.floating, np.integer))):
-        raise TypeError(f"step_size must be a number, got {type(step_size).__name__}")
     init_array = None
     random_init = True
     if isinstance(init, str):
@@ -336,84 +292,92 @@ def sample(model: Model, sampler: str = "dmala", step_size: Union[float, str, No
         random_init = init == "random"
     else:
         init_array = _int_array(init, "init")
-    pre = None if preconditioner is None else [float(h) for h in _float_array(preconditioner, "preconditioner")]
-    raw = _dlp.sample(inner, sampler, step_size=None if step_size is None or adapt else float(step_size),
-                      step_size_min=None if step_size_min is None else float(step_size_min),
-                      preconditioner=pre, batch_size=None if batch_size is None else _count(batch_size, "batch_size", 1),
-                      chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed, threads=threads,
-                      init=init_array, random_init=random_init, keep_trace=bool(trace), progress=bool(progress),
-                      adapt=adapt, target_accept=None if target_accept is None else float(target_accept))
-    return Sample(raw)
+    raw = _dlp.sample(inner, sampler, chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed,
+                      threads=threads, init=init_array, random_init=random_init, keep_trace=bool(trace),
+                      progress=bool(progress), options=options)
+    return Sample(**raw)
 
 
-class Exact(dict):
-    """``dlp exact``'s report (a dict, ``dlp.exact.report.v2``) with numpy views:
-    ``states`` (n_states × d), ``target`` π, the chain's class structure (``irreducible``,
-    ``aperiodic``, ``verdict``, ``closed_classes``), ``stationary`` (the sampler's law, when it is
-    unique) and ``total_variation``, and :meth:`marginals`. For a reducible chain there is no
-    single stationary law: ``stationary`` and ``total_variation`` raise, and
-    ``closed_classes`` and ``uniform_start_limit`` say what the chain does instead."""
+@dataclass(frozen=True)
+class Exact:
+    """``dlp exact``'s report (the fields of ``dlp.exact.report.v2``) with numpy arrays.
 
-    @property
-    def states(self) -> np.ndarray:
-        """Every state, in enumeration order (model values)."""
-        return np.asarray(self["states"], dtype=np.int64)
+    ``states`` (n_states × d model values, enumeration order), ``target`` π over them, the
+    chain's class structure (``irreducible``, ``aperiodic``, ``verdict``, ``closed_classes``),
+    ``stationary`` (the sampler's law when it is unique, else None) and ``total_variation``
+    (TV to π, else None), ``uniform_start_limit`` (for a chain without a unique law: the limit
+    from a uniform start), ``mixing`` (spectral gap, SLEM, …) and ``report`` (every field).
+    """
 
-    @property
-    def target(self) -> np.ndarray:
-        """The target law π over :attr:`states`."""
-        return np.asarray(self["target"])
+    sampler: str
+    states: np.ndarray
+    target: np.ndarray
+    irreducible: bool
+    aperiodic: bool
+    verdict: str
+    closed_classes: list
+    stationary: Optional[np.ndarray]
+    total_variation: Optional[float]
+    uniform_start_limit: Optional[np.ndarray]
+    mixing: Optional[dict]
+    report: dict = field(repr=False)
 
-    @property
-    def irreducible(self) -> bool:
-        """One closed class and no transient state."""
-        return bool(self["ergodicity"]["irreducible"])
-
-    @property
-    def aperiodic(self) -> bool:
-        """Every closed class has period 1."""
-        return bool(self["ergodicity"]["aperiodic"])
-
-    @property
-    def verdict(self) -> str:
-        """One line: "irreducible and aperiodic", "reducible: 2 closed classes (parity)", …"""
-        return str(self["ergodicity"]["verdict"])
-
-    @property
-    def closed_classes(self) -> list:
-        """Each closed class: size, period, target mass, its states and its law over them."""
-        return list(self["ergodicity"]["closed_classes"])
-
-    @property
-    def uniform_start_limit(self) -> Optional[np.ndarray]:
-        """For a chain without a unique law: the limit of a chain started uniformly at random."""
-        v = self.get("uniform_start_limit")
-        return None if v is None else np.asarray(v)
-
-    @property
-    def stationary(self) -> np.ndarray:
-        """The sampler's stationary law over :attr:`states` (ValueError if it is not unique)."""
-        if "stationary" not in self:
-            raise ValueError(f"{self['sampler']} has no unique stationary law here: {self.verdict}")
-        return np.asarray(self["stationary"])
-
-    @property
-    def total_variation(self) -> float:
-        """TV distance between the stationary law and π (ValueError if the law is not unique)."""
-        if "total_variation" not in self:
-            raise ValueError(f"{self['sampler']} has no unique stationary law here: {self.verdict}")
-        return float(self["total_variation"])
+    @staticmethod
+    def _from_report(r: dict) -> "Exact":
+        erg = r["ergodicity"]
+        arr = lambda k: None if r.get(k) is None else np.asarray(r[k], dtype=np.float64)  # noqa: E731
+        return Exact(sampler=r["sampler"], states=np.asarray(r["states"], dtype=np.int64), target=arr("target"),
+                     irreducible=bool(erg["irreducible"]), aperiodic=bool(erg["aperiodic"]),
+                     verdict=str(erg["verdict"]), closed_classes=list(erg["closed_classes"]),
+                     stationary=arr("stationary"), total_variation=r.get("total_variation"),
+                     uniform_start_limit=arr("uniform_start_limit"), mixing=r.get("mixing"), report=r)
 
     def marginals(self, law: str = "stationary") -> dict:
-        """P(x_i = v) for every coordinate i and value v, as {v: array of d} under ``law``."""
+        """P(x_i = v) for every coordinate i and value v, as {v: array of d} under ``law``
+        (``"stationary"`` or ``"target"``)."""
+        if law not in ("stationary", "target"):
+            raise ValueError(f"law must be \"stationary\" or \"target\", got {_quote(str(law))}")
         p = self.stationary if law == "stationary" else self.target
+        if p is None:
+            raise ValueError(f"{self.sampler} has no unique stationary law here: {self.verdict}")
         s = self.states
         return {int(v): (p[:, None] * (s == v)).sum(axis=0) for v in np.unique(s)}
 
 
-def exact(model: Model, sampler: str, step_size: Optional[float] = None,
-          preconditioner: Optional[Sequence[float]] = None) -> Exact:
+def exact(model: Model, sampler: str, *, step_size: Optional[float] = None,
+          preconditioner: Optional[Any] = None) -> Exact:
     """The sampler's exact stationary law on a small model, beside the target (``dlp exact``)."""
-    inner = _model(model)
-    pre = None if preconditioner is None else [float(h) for h in _float_array(preconditioner, "preconditioner")]
-    return Exact(json.loads(_dlp.exact(inner, sampler, None if step_size is None else float(step_size), pre)))
+    pre = None if preconditioner is None else np.asarray(preconditioner, dtype=np.float64).tolist()
+    r = _dlp.exact(_model(model), sampler, None if step_size is None else float(step_size), pre)
+    r["schema"] = "dlp.exact.report.v2"
+    return Exact._from_report(r)
+
+
+@dataclass(frozen=True)
+class LogZ:
+    """The result of :func:`logz`: ``log_z``, its ``std_err`` (0 for exact), ``method``;
+    for exact ``n_states``; for AIS ``chains``, ``temperatures``, ``sampler``, ``seed``,
+    ``ess`` (of the weights), ``mean_accept`` and ``log_weights`` (one per chain)."""
+
+    method: str
+    log_z: float
+    std_err: float
+    n_states: Optional[int] = None
+    chains: Optional[int] = None
+    temperatures: Optional[int] = None
+    sampler: Optional[str] = None
+    seed: Optional[int] = None
+    ess: Optional[float] = None
+    mean_accept: Optional[float] = None
+    log_weights: Optional[np.ndarray] = None
+
+
+def logz(model: Model, method: str = "exact", *, chains: Optional[int] = None, temperatures: Optional[int] = None,
+         sampler: Optional[str] = None, step_size: Optional[float] = None, seed: Optional[int] = None,
+         threads: Optional[int] = None) -> LogZ:
+    """log Z = log Σ_x exp f(x) (``dlp logz``): ``method="exact"`` enumerates (at most 2^24
+    states); ``"ais"`` runs annealed importance sampling from the uniform base (``chains``
+    ≥ 2, default 100; ``temperatures`` K, default 1000; ``sampler``, default gwg, with its
+    ``step_size``; ``seed``; ``threads``). For a data model log Z is the log evidence."""
+    return LogZ(**_dlp.logz(_model(model), method, chains=chains, temperatures=temperatures, sampler=sampler,
+                            step_size=step_size, seed=seed, threads=threads))

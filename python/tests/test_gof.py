@@ -36,11 +36,14 @@ def test_p_values_equal_dlp_gof_on_the_same_files(dlp_bin, examples, test, extra
         py = fn(read_rows(samples_path), model=model, reps=200, seed=4, **kwargs)
     else:
         py = fn(read_rows(samples_path), model, reps=200, seed=4, **kwargs)
-    assert py["statistic"] == cli["statistic"]
-    assert py["p_value"] == cli["p_value"]
-    assert py["reject"] == cli["reject"]
-    for key in ("test", "statistic_kind", "alpha", "n", "d", "seed", "kernel", "bootstrap", "warnings"):
-        assert py[key] == cli[key], key
+    assert isinstance(py, dlp_mcmc.gof.GofResult)
+    assert py.statistic == cli["statistic"]
+    assert py.p_value == cli["p_value"]
+    assert py.reject == cli["reject"]
+    for key in ("test", "statistic_kind", "alpha", "n", "d", "seed", "warnings"):
+        assert getattr(py, key) == cli[key], key
+    for key in ("kernel", "bootstrap"):
+        assert py.details[key] == cli[key], key
 
 
 def test_mmd_against_a_reference_array_equals_dlp_gof_with_reference_file(dlp_bin, examples, tmp_path):
@@ -51,7 +54,7 @@ def test_mmd_against_a_reference_array_equals_dlp_gof_with_reference_file(dlp_bi
     np.savetxt(b, rows[120:], fmt="%d", delimiter=",", header=header, comments="")
     cli = cli_gof(dlp_bin, "--test", "mmd", "--samples", str(a), "--reference", str(b), "--reps", "300", "--seed", "2")
     py = dlp_mcmc.gof.mmd(rows[:120], rows[120:], reps=300, seed=2)
-    assert (py["statistic"], py["p_value"], py["m"]) == (cli["statistic"], cli["p_value"], cli["m"])
+    assert (py.statistic, py.p_value, py.details["m"]) == (cli["statistic"], cli["p_value"], cli["m"])
 
 
 def test_exact_equals_dlp_exact(dlp_bin, examples):
@@ -59,10 +62,15 @@ def test_exact_equals_dlp_exact(dlp_bin, examples):
     assert r.returncode == 0, r.stderr
     cli = json.loads(r.stdout)
     py = dlp_mcmc.exact(dlp_mcmc.Model.from_file(examples / "potts-3.json"), "dmala", step_size=0.5)
-    assert py["stationary"] == cli["stationary"]
-    assert py["target"] == cli["target"]
+    assert isinstance(py.stationary, np.ndarray) and py.stationary.tolist() == cli["stationary"]
+    assert py.target.tolist() == cli["target"]
+    assert py.states.tolist() == cli["states"]
     assert py.total_variation == cli["total_variation"]
-    assert py["schema"] == cli["schema"] == "dlp.exact.report.v2"
+    assert py.report["schema"] == cli["schema"] == "dlp.exact.report.v2"
+    # The spectral quantities come from an eigensolver: equal to rounding, not bitwise.
+    for key, value in cli["mixing"].items():
+        expected = pytest.approx(value, rel=1e-12, abs=1e-12) if isinstance(value, float) else value
+        assert py.mixing[key] == expected, key
 
 
 def test_reducible_pas_has_no_single_law_and_warns():
@@ -71,8 +79,9 @@ def test_reducible_pas_has_no_single_law_and_warns():
     model = dlp_mcmc.Model.ising(J, b=np.full(4, 1.5), domain="spin")
     ex = dlp_mcmc.exact(model, "pas-2")
     assert not ex.irreducible and ex.verdict == "reducible: 2 closed classes (parity)"
+    assert ex.stationary is None and ex.total_variation is None
     with pytest.raises(ValueError, match="no unique stationary law"):
-        ex.stationary
+        ex.marginals()
     for c in ex.closed_classes:
         law = np.asarray(c["stationary"])
         assert law.min() >= 0 and abs(law.sum() - 1) < 1e-12

@@ -56,7 +56,8 @@ def test_categorical_and_logistic_and_from_dict(examples):
     x = all_states(a)
     np.testing.assert_allclose(np.exp(a.log_density(x)).sum(), 1.0, atol=1e-12)
     spec = json.loads((examples / "logistic-spin.json").read_text())
-    lg = dlp_mcmc.Model.logistic(X=spec["X"], y=spec["y"], b=spec.get("b"), domain="spin", minibatch=spec["minibatch"])
+    lg = dlp_mcmc.Model.logistic(X=spec["X"], y=spec["y"], b=spec.get("b"), domain="spin",
+                                 scaling=spec["minibatch"]["scaling"])
     same_law(lg, dlp_mcmc.Model.from_file(examples / "logistic-spin.json"))
     run = dlp_mcmc.sample(lg, "sg-dula", step_size=0.3, batch_size=20, chains=3, steps=5, seed=1)
     assert run.final.shape == (3, 8)

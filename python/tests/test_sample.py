@@ -29,7 +29,7 @@ def test_dmala_final_states_follow_the_exact_law(examples):
     chains, steps = 4000, 200
     # Distance to stationarity after `steps` steps is at most SLEM^steps / sqrt(min π): make it
     # negligible against the sampling noise so that the chi-square below tests the sampler.
-    slem = ex["mixing"]["slem"]
+    slem = ex.mixing["slem"]
     assert slem ** steps / np.sqrt(ex.stationary.min()) < 1e-6
     run = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=chains, steps=steps, seed=11)
     index = {tuple(s): i for i, s in enumerate(ex.states.tolist())}
@@ -74,7 +74,7 @@ def test_a_seed_gives_the_same_arrays_for_any_thread_count(examples):
 
 def test_trace_shape_diagnostics_and_init(examples):
     model = dlp_mcmc.Model.from_file(examples / "ising-4x4.json")
-    run = dlp_mcmc.sample(model, "dmala", chains=4, steps=100, burn_in=20, thin=5, seed=1, trace=True)
+    run = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=4, steps=100, burn_in=20, thin=5, seed=1, trace=True)
     assert run.trace.shape == (16, 4, 16)
     assert run.trace_steps.tolist() == list(range(25, 101, 5))
     np.testing.assert_array_equal(run.trace[-1], run.final)
@@ -83,10 +83,10 @@ def test_trace_shape_diagnostics_and_init(examples):
     assert np.all(run.changed >= 0)
     assert run.ess(lambda x: x.sum(axis=1)) > 0
     assert np.isfinite(run.rhat(lambda x: x.sum(axis=1)))
-    zeros = dlp_mcmc.sample(model, "dmala", chains=2, steps=0, init="zeros")
+    zeros = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=2, steps=0, init="zeros")
     np.testing.assert_array_equal(zeros.final, -np.ones((2, 16), dtype=np.int64))
     start = np.ones((2, 16), dtype=np.int64)
-    np.testing.assert_array_equal(dlp_mcmc.sample(model, "dmala", chains=2, steps=0, init=start).final, start)
+    np.testing.assert_array_equal(dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=2, steps=0, init=start).final, start)
 
 
 def test_the_cli_and_the_package_draw_the_same_final_states(dlp_bin, examples, tmp_path):
@@ -111,12 +111,14 @@ def test_every_registered_sampler_is_available_by_name(examples):
     logistic = dlp_mcmc.Model.from_file(examples / "logistic-spin.json")
     for name in names:
         concrete = re.sub(r"<[^>]+>", "2", name)
-        kwargs = {"step_size": 0.2, "chains": 2, "steps": 3, "seed": 0}
-        model = ising
-        if name.startswith("pd"):
-            kwargs["preconditioner"] = [1.0, 1.0, 1.0]
-        if name.startswith("sg-"):
-            model, kwargs["batch_size"] = logistic, 20
+        options = dlp_mcmc.sampler_options(concrete)
+        kwargs = {"chains": 2, "steps": 3, "seed": 0}
+        model = logistic if name.startswith("sg-") else ising
+        given = {"step_size": 0.2, "preconditioner": [1.0] * model.d, "batch_size": 20}
+        kwargs.update({k: v for k, v in given.items() if k in options})
+        # An option the sampler does not take is refused, naming what it takes.
+        with pytest.raises(ValueError, match=f"does not apply to {concrete} \\(it takes"):
+            dlp_mcmc.sample(model, concrete, chains=1, steps=1, no_such_option=1)
         if name == "block-gibbs":
             model = rbm
         run = dlp_mcmc.sample(model, concrete, **kwargs)
@@ -137,6 +139,8 @@ def test_step_size_auto_adapts_like_dlp_sample(dlp_bin, examples, tmp_path):
     np.testing.assert_array_equal(run.final, read_rows(out))
     assert run.warmup_steps == 100 and run.trace_steps[0] == 101
     with pytest.raises(ValueError, match="step-size adaptation needs a Metropolis-adjusted sampler"):
+        dlp_mcmc.sample(model, "dula", step_size="auto", chains=2, steps=10)
+    with pytest.raises(ValueError, match=r"sampler option step_size does not apply to gibbs \(it takes no options\)"):
         dlp_mcmc.sample(model, "gibbs", step_size="auto", chains=2, steps=10)
 
 
@@ -151,6 +155,7 @@ def test_categorical_callback_with_one_hot_gradient_matches_the_builtin_model():
     twin = dlp_mcmc.Model.from_callable(3, "categorical", f_grad, k=3)
     assert twin.values == [0, 1, 2]
     for sampler in ("dmala", "dula", "gibbs"):
-        a = dlp_mcmc.sample(builtin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
-        b = dlp_mcmc.sample(twin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
+        step = None if sampler == "gibbs" else 0.5
+        a = dlp_mcmc.sample(builtin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
+        b = dlp_mcmc.sample(twin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
         np.testing.assert_array_equal(a.trace, b.trace, err_msg=sampler)
