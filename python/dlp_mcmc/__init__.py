@@ -142,6 +142,27 @@ class Model:
 
         return Model(_dlp.Model.from_callable(int(d), domain, call, k))
 
+    @staticmethod
+    def from_torch(fn: Callable[[Any], Any], d: int, domain: str, *, k: Optional[int] = None, dtype: Any = None,
+                   device: Any = None) -> "Model":
+        """A model given by a PyTorch energy ``fn`` (a batch of states → f, one per row); ∇f
+        by autograd (see :mod:`dlp_mcmc.autograd`). ``dtype`` defaults to ``torch.float64``;
+        ``device`` (default CPU) is where the states are made and ``fn`` runs: with a CUDA
+        device each step copies the batch there and f, ∇f back (the samplers run on the CPU).
+        Needs torch (``pip install 'dlp-mcmc[torch]'``)."""
+        from .autograd import torch_f_grad
+        return Model.from_callable(d, domain, torch_f_grad(fn, domain, k, dtype, device), k=k)
+
+    @staticmethod
+    def from_jax(fn: Callable[[Any], Any], d: int, domain: str, *, k: Optional[int] = None,
+                 dtype: Any = None) -> "Model":
+        """A model given by a JAX energy ``fn`` (a batch of states → f, one per row); ∇f by
+        ``jax.value_and_grad``, jit-compiled (see :mod:`dlp_mcmc.autograd`). ``dtype`` defaults
+        to float64, which turns on JAX's 64-bit mode. Needs jax (``pip install
+        'dlp-mcmc[jax]'``)."""
+        from .autograd import jax_f_grad
+        return Model.from_callable(d, domain, jax_f_grad(fn, domain, k, dtype), k=k)
+
     # ---- properties ---------------------------------------------------------------------
     @property
     def d(self) -> int:
@@ -225,7 +246,9 @@ class Sample:
     of steps accepted), ``accept_prob`` (per chain, mean acceptance probability), ``changed``
     (per chain, mean coordinates changed per step), ``sampler`` (its name), ``step_size`` and
     ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run by the adaptation
-    before the recorded steps).
+    before the recorded steps). With the trace, each kept step's records per chain (kept steps
+    × chains): ``step_accepted``, ``step_accept_prob``, ``step_changed``.
+    :meth:`to_arviz` gives ArviZ's DataTree.
     """
 
     final: np.ndarray
@@ -238,6 +261,47 @@ class Sample:
     step_size: Optional[float]
     step_size_min: Optional[float]
     warmup_steps: int
+    step_accepted: Optional[np.ndarray] = None
+    step_accept_prob: Optional[np.ndarray] = None
+    step_changed: Optional[np.ndarray] = None
+    model: Optional["Model"] = field(default=None, repr=False, compare=False)
+
+    def to_arviz(self, statistics: Optional[dict] = None, *, states: bool = True) -> Any:
+        """The trace as ArviZ (≥ 1.0) data: an ``xarray.DataTree`` with groups
+
+        * ``posterior``: ``x`` (chain, draw, coordinate), the states (model values), unless
+          ``states=False``, and each of ``statistics`` ({name: function of an (n × d) array of
+          states giving n numbers}) as (chain, draw);
+        * ``sample_stats``: ``acceptance_rate`` (the step's acceptance probability),
+          ``accepted``, ``changed`` (coordinates changed) and ``lp`` (f of the state, up to
+          the normalising constant), each (chain, draw);
+
+        with the kept step numbers as the ``draw`` coordinate. ``arviz.summary``, ``ess``,
+        ``rhat`` and the plots take it. Needs ``trace=True`` and ArviZ (``pip install
+        'dlp-mcmc[arviz]'``)."""
+        try:
+            from arviz_base import from_dict
+        except ImportError as e:
+            raise ImportError("to_arviz needs ArviZ >= 1.0: pip install 'dlp-mcmc[arviz]'") from e
+        if self.trace is None:
+            raise ValueError("to_arviz needs the trace: call dlp_mcmc.sample(..., trace=True)")
+        kept, chains, d = self.trace.shape
+        posterior: dict = {}
+        dims: dict = {}
+        if states:
+            posterior["x"] = self.trace.transpose(1, 0, 2)
+            dims["x"] = ["coordinate"]
+        for name, statistic in (statistics or {}).items():
+            posterior[name] = self._draws(statistic)
+        stats = {"acceptance_rate": self.step_accept_prob.T, "accepted": self.step_accepted.T,
+                 "changed": self.step_changed.T}
+        if self.model is not None:
+            stats["lp"] = self.model.log_density(self.trace.reshape(kept * chains, d)).reshape(kept, chains).T
+        coords = {"coordinate": np.arange(d), "draw": self.trace_steps}
+        attrs = {"sampler": self.sampler, "step_size": self.step_size, "inference_library": "dlp-mcmc",
+                 "inference_library_version": __version__}
+        return from_dict({"posterior": posterior, "sample_stats": stats}, dims=dims, coords=coords,
+                         attrs={"posterior": attrs, "sample_stats": attrs})
 
     def _draws(self, statistic: Callable[[np.ndarray], Any]) -> np.ndarray:
         if self.trace is None:
@@ -264,14 +328,15 @@ class Sample:
 
 def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: int = 2000, burn_in: int = 0,
            thin: int = 1, seed: int = 0, threads: Optional[int] = None, init: Union[str, Any] = "random",
-           trace: bool = False, progress: bool = False, **options: Any) -> Sample:
+           trace: bool = False, progress: bool = True, **options: Any) -> Sample:
     """Runs ``chains`` chains of ``sampler`` (any name of :func:`samplers`) for ``steps`` steps.
 
     Run settings are keyword-only: ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp
     sample``), ``"zeros"`` (first value of every coordinate) or a chains × d array of model
     values; with ``trace=True`` the states after step ``burn_in`` are kept every ``thin``
     steps; the same seed gives the same arrays for any ``threads`` (None = one per core);
-    Ctrl-C stops the run and raises KeyboardInterrupt.
+    Ctrl-C stops the run at the end of its current step and raises KeyboardInterrupt saying
+    how many steps ran.
 
     ``**options`` are the sampler's own parameters, checked against the registry's (see
     :func:`sampler_options`): ``step_size`` (α; ``"auto"`` adapts it over ``burn_in``
@@ -279,7 +344,9 @@ def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: in
     --step-size auto``; not given to a sampler that adapts: adapted too, as ``dlp sample``;
     None: no step size), ``step_size_min`` (acs-* samplers), ``preconditioner`` (pdula/pdmala)
     and ``batch_size`` (sg-* samplers on data models). ``Sample.step_size`` is the α used.
-    ``progress=True`` shows the CLI's progress bar on stderr (when stderr is a terminal).
+    ``progress`` (default True) shows a tqdm bar of the chain-steps run (``tqdm.auto``: a
+    widget in notebooks, text on stderr elsewhere; it appears after half a second), updated
+    from the Rust side at most 20 times a second; ``progress=False`` turns it off.
     """
     inner = _model(model)
     if not isinstance(sampler, str):
@@ -292,10 +359,35 @@ def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: in
         random_init = init == "random"
     else:
         init_array = _int_array(init, "init")
-    raw = _dlp.sample(inner, sampler, chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed,
-                      threads=threads, init=init_array, random_init=random_init, keep_trace=bool(trace),
-                      progress=bool(progress), options=options)
-    return Sample(**raw)
+    bar = _progress_bar(chains, steps, sampler) if progress else None
+    try:
+        raw = _dlp.sample(inner, sampler, chains=chains, steps=steps, burn_in=burn_in, thin=thin, seed=seed,
+                          threads=threads, init=init_array, random_init=random_init, keep_trace=bool(trace),
+                          progress=None if bar is None else bar.to, options=options)
+    finally:
+        if bar is not None:
+            bar.close()
+    return Sample(**raw, model=model)
+
+
+class _Bar:
+    """A tqdm bar that the Rust side moves to the chain-steps run so far (``to``)."""
+
+    def __init__(self, total: Optional[int], desc: str) -> None:
+        from tqdm.auto import tqdm
+        self._bar = tqdm(total=total, desc=desc, unit="chain-step", unit_scale=True, delay=0.5)
+
+    def to(self, done: int) -> None:
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress_bar(chains: Any, steps: Any, sampler: str) -> "_Bar":
+    """The bar of a run (its total when the counts are integers; they are checked in Rust)."""
+    ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (chains, steps))
+    return _Bar(int(chains) * int(steps) if ints else None, f"{sampler} ×{chains}")
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def sample(
     init: Optional[npt.NDArray[np.int64]] = None,
     random_init: bool = True,
     keep_trace: bool = False,
-    progress: bool = False,
+    progress: Optional[Callable[[int], Any]] = None,
     options: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]: ...
 def kdsd(

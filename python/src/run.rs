@@ -13,13 +13,14 @@
 use crate::{PyModel, count, count_opt, py_err, to_indices, to_values, value_error};
 use dlp_core::capability::Interrupt;
 use dlp_core::{Batch, Capabilities, EvalError, RunOptions, SamplerError, Space, Target};
+use dlp_core::{Observer, States, StepContext, StepInfo};
 use dlp_samplers::spec::Param;
-use dlp_session::{Error as CliError, Progress, Ran, Request, Session, Spelling, StepSize, Tallies, Trace};
+use dlp_session::{Error as CliError, Ran, Request, Session, Spelling, StepSize, Tallies, Trace};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -68,8 +69,47 @@ impl Target for Guarded<'_> {
     }
 }
 
-/// One task's observers: the progress bar, the tallies and, with `keep_trace`, the trace.
-type Record = (Progress, Tallies, Option<Trace>);
+/// One task's observers: the step counter, the tallies and, with `keep_trace`, the trace and
+/// the step records at its steps.
+type Record<'a> = (Count<'a>, Tallies, Option<(Trace, Kept)>);
+
+/// Each chain's step record (accepted, acceptance probability, coordinates changed) at the
+/// steps the trace keeps, for `Sample.to_arviz`'s sample_stats.
+struct Kept {
+    /// The trace's rule: step s (counted from the chains' start, `offset` = the warm-up's
+    /// steps) is kept when s > `burn_in` and s − `burn_in` is a multiple of `thin`.
+    burn_in: usize,
+    thin: usize,
+    offset: usize,
+    accepted: Vec<bool>,
+    accept_prob: Vec<f64>,
+    changed: Vec<u32>,
+}
+
+impl Observer for Kept {
+    fn observe(&mut self, ctx: &StepContext, _: States<'_>, info: &[StepInfo]) {
+        let step = ctx.step + self.offset;
+        if step > self.burn_in && (step - self.burn_in).is_multiple_of(self.thin.max(1)) {
+            self.accepted.extend(info.iter().map(|s| s.accepted));
+            self.accept_prob.extend(info.iter().map(|s| s.accept_prob));
+            self.changed.extend(info.iter().map(|s| s.n_changed));
+        }
+    }
+}
+
+/// Counts the chain-steps run (`n` per step of a task of `n` chains) into a counter shared by
+/// every task, which the waiting thread reads for the Python progress bar.
+struct Count<'a>(&'a AtomicU64, u64);
+
+impl Observer for Count<'_> {
+    fn observe(&mut self, _: &StepContext, _: States<'_>, _: &[StepInfo]) {
+        self.0.fetch_add(self.1, Ordering::Relaxed);
+    }
+}
+
+/// How often the waiting thread wakes: to let Python run its signal handlers (Ctrl-C) and to
+/// report progress, so the progress callback runs at most 20 times a second.
+const TICK: Duration = Duration::from_millis(50);
 
 /// The keyword that sets `param` in `dlp_mcmc.sample(..., **options)`.
 pub fn keyword(param: Param) -> &'static str {
@@ -190,7 +230,7 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 /// `accept_rate` and `accept_prob` (per chain, mean over the steps after the warm-up),
 /// `changed` (per chain, mean coordinates changed per step), and the step sizes used.
 #[pyfunction]
-#[pyo3(signature = (model, sampler, *, chains, steps, burn_in, thin, seed, threads=None, init=None, random_init=true, keep_trace=false, progress=false, options=None))]
+#[pyo3(signature = (model, sampler, *, chains, steps, burn_in, thin, seed, threads=None, init=None, random_init=true, keep_trace=false, progress=None, options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn sample<'py>(
     py: Python<'py>,
@@ -205,7 +245,7 @@ pub fn sample<'py>(
     init: Option<PyReadonlyArray2<'py, i64>>,
     random_init: bool,
     keep_trace: bool,
-    progress: bool,
+    progress: Option<Py<PyAny>>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let usize_of =
@@ -221,7 +261,6 @@ pub fn sample<'py>(
         steps,
         burn_in: (burn_in > 0).then_some(burn_in),
         thin,
-        progress,
         ..sampler_options(sampler, options)?
     };
     request.check(Spelling::Keywords).map_err(py_err)?;
@@ -263,14 +302,37 @@ pub fn sample<'py>(
     let stop = AtomicBool::new(false);
     let guarded = Guarded { inner: target, stop: Stop(&stop) };
     // The session: adaptation (as `dlp sample`), the fixed-α kernel, the kept run.
-    let go = || -> Result<Ran<Record>, SamplerError> {
+    let done = AtomicU64::new(0);
+    let go = || -> Result<Ran<Record<'_>>, SamplerError> {
         session.run(
             &guarded,
             x0.clone(),
             &options,
-            |_| {},
-            |stage, _, n| (stage.progress(n), Tallies::new(n), keep_trace.then(|| stage.trace(n))),
+            // The warm-up has no observers: its chain-steps count at once when it ends.
+            |a| {
+                done.fetch_add((chains * a.steps) as u64, Ordering::Relaxed);
+            },
+            |stage, _, n| {
+                let kept = || {
+                    let (burn_in, thin, offset) = (stage.burn_in, stage.thin, stage.warmup_steps);
+                    let k = Kept { burn_in, thin, offset, accepted: vec![], accept_prob: vec![], changed: vec![] };
+                    (stage.trace(n), k)
+                };
+                (Count(&done, n as u64), Tallies::new(n), keep_trace.then(kept))
+            },
         )
+    };
+    // Tells the progress callback the chain-steps run so far. Its exceptions are ignored,
+    // except KeyboardInterrupt and the like: Python runs a pending Ctrl-C handler inside the
+    // callback's code, so the interrupt can surface there instead of in `check_signals`.
+    let report = |py: Python<'_>| -> PyResult<()> {
+        if let Some(p) = &progress
+            && let Err(e) = p.bind(py).call1((done.load(Ordering::Relaxed),))
+            && !e.is_instance_of::<pyo3::exceptions::PyException>(py)
+        {
+            return Err(e);
+        }
+        Ok(())
     };
     let (result, interrupt) = py.detach(|| {
         std::thread::scope(|s| {
@@ -281,23 +343,36 @@ pub fn sample<'py>(
             });
             let mut interrupt: Option<PyErr> = None;
             loop {
-                match rx.recv_timeout(Duration::from_millis(50)) {
+                match rx.recv_timeout(TICK) {
                     Ok(r) => return (Some(r), interrupt),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if interrupt.is_none()
-                            && let Err(e) = Python::attach(|py| py.check_signals())
+                    Err(mpsc::RecvTimeoutError::Timeout) => Python::attach(|py| {
+                        if let Err(e) = report(py).and_then(|_| py.check_signals())
+                            && interrupt.is_none()
                         {
                             interrupt = Some(e);
                             stop.store(true, Ordering::Relaxed);
                         }
-                    }
+                    }),
                     // The run thread panicked; the scope re-raises its panic.
                     Err(mpsc::RecvTimeoutError::Disconnected) => return (None, interrupt),
                 }
             }
         })
     });
+    let last = report(py);
+    let interrupt = interrupt.or(last.err());
     if let Some(e) = interrupt {
+        // Ctrl-C: the run stopped at the end of its current step; say how far it got.
+        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            let total = chains as u64 * steps as u64;
+            let ran = done.load(Ordering::Relaxed);
+            let k = pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
+                "sampling interrupted after {ran} of {total} chain-steps ({} of {steps} steps); no result is returned",
+                ran / chains.max(1) as u64
+            ));
+            k.set_cause(py, Some(e));
+            return Err(k);
+        }
         return Err(e);
     }
     crate::raise_callback_error(model)?;
@@ -321,23 +396,34 @@ pub fn sample<'py>(
     out.set_item("accept_rate", per_step(acc))?;
     out.set_item("accept_prob", per_step(prob))?;
     out.set_item("changed", per_step(changed))?;
-    let traces: Vec<&Trace> = output.observers.iter().filter_map(|(_, _, t)| t.as_ref()).collect();
+    let traces: Vec<&(Trace, Kept)> = output.observers.iter().filter_map(|(_, _, t)| t.as_ref()).collect();
+    let stats = ["step_accepted", "step_accept_prob", "step_changed"];
     if keep_trace {
         // Each task kept (steps × its chains × d); interleave into (steps × all chains × d).
-        let kept_steps = traces.first().map_or(&[][..], |t| t.steps());
-        let mut trace = Vec::with_capacity(kept_steps.len() * chains * d);
-        for k in 0..kept_steps.len() {
-            for t in &traces {
+        let kept_steps = traces.first().map_or(&[][..], |(t, _)| t.steps());
+        let n = kept_steps.len();
+        let mut trace = Vec::with_capacity(n * chains * d);
+        let (mut accepted, mut prob, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..n {
+            for (t, kept) in &traces {
                 trace.extend_from_slice(t.at(k));
+                let m = t.chains();
+                accepted.extend_from_slice(&kept.accepted[k * m..(k + 1) * m]);
+                prob.extend_from_slice(&kept.accept_prob[k * m..(k + 1) * m]);
+                changed.extend(kept.changed[k * m..(k + 1) * m].iter().map(|&c| i64::from(c)));
             }
         }
         let values = to_values(py, &space, &trace)?;
-        out.set_item("trace", values.reshape([kept_steps.len(), chains, d])?)?;
+        out.set_item("trace", values.reshape([n, chains, d])?)?;
         let kept_steps: Vec<i64> = kept_steps.iter().map(|&s| s as i64).collect();
         out.set_item("trace_steps", PyArray1::from_vec(py, kept_steps))?;
+        out.set_item(stats[0], PyArray1::from_vec(py, accepted).reshape([n, chains])?)?;
+        out.set_item(stats[1], PyArray1::from_vec(py, prob).reshape([n, chains])?)?;
+        out.set_item(stats[2], PyArray1::from_vec(py, changed).reshape([n, chains])?)?;
     } else {
-        out.set_item("trace", py.None())?;
-        out.set_item("trace_steps", py.None())?;
+        for key in ["trace", "trace_steps"].iter().chain(&stats) {
+            out.set_item(*key, py.None())?;
+        }
     }
     out.set_item("sampler", &ran.name)?;
     out.set_item("step_size", ran.step_size)?;

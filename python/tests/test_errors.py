@@ -122,7 +122,7 @@ def test_keyboard_interrupt_stops_a_run(ising):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            dlp_mcmc.sample(ising, "dmala", chains=4, steps=10**9)
+            dlp_mcmc.sample(ising, "dmala", step_size=0.4, chains=4, steps=10**9, progress=False)
     finally:
         timer.cancel()
 
