@@ -33,7 +33,7 @@ fn null_test(
     let statistic = match statistic {
         "u" => Statistic::U,
         "v" => Statistic::V,
-        o => return Err(value_error(format!("statistic must be u or v, got \"{o}\""))),
+        o => return Err(value_error(format!("statistic must be u or v, got {o:?}"))),
     };
     let model_null = bootstrap == Some("model");
     let bootstrap = match bootstrap {
@@ -41,7 +41,7 @@ fn null_test(
         None | Some("multinomial") | Some("model") => Bootstrap::Multinomial,
         Some("rademacher") => Bootstrap::Rademacher,
         Some(o) => {
-            return Err(value_error(format!("bootstrap must be multinomial, rademacher or model, got \"{o}\"")));
+            return Err(value_error(format!("bootstrap must be multinomial, rademacher or model, got {o:?}")));
         }
     };
     check_reps_alpha(reps, alpha).map_err(value_error)?;
@@ -169,7 +169,7 @@ pub fn kdsd<'py>(
             );
             BaseKernel::HammingLinear
         }
-        o => return Err(value_error(format!("kernel must be exp_hamming or hamming_linear, got \"{o}\""))),
+        o => return Err(value_error(format!("kernel must be exp_hamming or hamming_linear, got {o:?}"))),
     };
     let target = model.target();
     let space = target.space();
@@ -238,7 +238,7 @@ pub fn gfksd<'py>(
             dlp_gof::relaxation_of(m.as_target()).ok_or_else(|| value_error(GofError::RelaxedNeedsBinary))?,
         ),
         ("relaxed", _) => return Err(value_error(GofError::RelaxedNeedsBinary)),
-        (o, _) => return Err(value_error(format!("surrogate must be gaussian or relaxed, got \"{o}\""))),
+        (o, _) => return Err(value_error(format!("surrogate must be gaussian or relaxed, got {o:?}"))),
     };
     let target = model.target();
     let space = target.space();

@@ -180,7 +180,7 @@ impl PyModel {
             ("spin" | "binary", Some(_)) => {
                 return Err(value_error(format!("k is for categorical models, not {domain}")));
             }
-            (o, _) => return Err(value_error(format!("domain must be spin, binary or categorical, got \"{o}\""))),
+            (o, _) => return Err(value_error(format!("domain must be spin, binary or categorical, got {o:?}"))),
         };
         Ok(PyModel { inner: Inner::Callback(Arc::new(CallbackTarget::new(space, func))) })
     }

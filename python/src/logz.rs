@@ -109,7 +109,7 @@ pub fn logz<'py>(
             out.set_item("mean_accept", est.mean_accept)?;
             out.set_item("log_weights", PyArray1::from_vec(py, est.log_weights))?;
         }
-        o => return Err(value_error(format!("method must be \"exact\" or \"ais\", got \"{o}\""))),
+        o => return Err(value_error(format!("method must be \"exact\" or \"ais\", got {o:?}"))),
     }
     Ok(out)
 }

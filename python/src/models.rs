@@ -3,7 +3,7 @@
 //! constructors are the one place that checks them (the same checks and messages as a model
 //! file's, without the file name). No JSON is written or parsed on the way.
 
-use crate::{Inner, PyModel, value_error};
+use crate::{Inner, PyModel, count, count_opt, value_error};
 use dlp_core::{BatchScaling, DomainKind, Space};
 use dlp_models::{
     BnnModel, CategoricalModel, Couplings, IsingModel, LogisticModel, Model, PottsModel, Rbm, TableModel,
@@ -36,7 +36,7 @@ fn bit_domain(domain: &str) -> PyResult<DomainKind> {
     match domain {
         "spin" => Ok(DomainKind::Spin),
         "binary" => Ok(DomainKind::Binary),
-        o => Err(value_error(format!("domain must be spin or binary, got \"{o}\""))),
+        o => Err(value_error(format!("domain must be spin or binary, got {o:?}"))),
     }
 }
 
@@ -102,7 +102,14 @@ pub fn categorical(probs: Option<Floats<'_>>, logits: Option<Floats<'_>>) -> PyR
 /// `domain` (binary, spin, or categorical with `k` values).
 #[pyfunction]
 #[pyo3(signature = (log_prob, d, domain="binary", k=None))]
-pub fn table(log_prob: Floats<'_>, d: usize, domain: &str, k: Option<usize>) -> PyResult<PyModel> {
+pub fn table(
+    log_prob: Floats<'_>,
+    d: &Bound<'_, PyAny>,
+    domain: &str,
+    k: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyModel> {
+    let d = count(d, "d", 1)? as usize;
+    let k = count_opt(k, "K", 2)?.map(|k| k as usize);
     let space = match (domain, k) {
         ("categorical", Some(k)) => Space::categorical(d, k),
         ("categorical", None) => return Err(value_error("domain \"categorical\" needs K (values per coordinate)")),
@@ -111,13 +118,10 @@ pub fn table(log_prob: Floats<'_>, d: usize, domain: &str, k: Option<usize>) -> 
             Ok(DomainKind::Spin) => Space::spin(d),
             Ok(_) => Space::binary(d),
             Err(_) => {
-                return Err(value_error(format!("domain must be spin, binary or categorical, got \"{o}\"")));
+                return Err(value_error(format!("domain must be spin, binary or categorical, got {o:?}")));
             }
         },
     };
-    if d == 0 {
-        return Err(value_error("d must be at least 1"));
-    }
     let v = array(&log_prob, "log_prob", 1)?.1;
     model(TableModel::new(space, v).map(Model::new))
 }
@@ -148,7 +152,7 @@ pub fn logistic(
         ("mean_times", Some(c)) => BatchScaling::MeanTimes { c },
         ("mean_times", None) => return Err(value_error("scaling \"mean_times\" needs c")),
         ("sum", Some(_)) => return Err(value_error("c only goes with scaling \"mean_times\"")),
-        (o, _) => return Err(value_error(format!("scaling must be \"sum\" or \"mean_times\", got \"{o}\""))),
+        (o, _) => return Err(value_error(format!("scaling must be \"sum\" or \"mean_times\", got {o:?}"))),
     };
     model(LogisticModel::new(domain, d, a, y, b, scaling).map(Model::new))
 }
@@ -157,7 +161,8 @@ pub fn logistic(
 /// units, prior temperature `tau`; d = (p + 2)·hidden + 1.
 #[pyfunction]
 #[pyo3(signature = (x, y, hidden, tau=100.0))]
-pub fn bnn(x: Floats<'_>, y: Floats<'_>, hidden: usize, tau: f64) -> PyResult<PyModel> {
+pub fn bnn(x: Floats<'_>, y: Floats<'_>, hidden: &Bound<'_, PyAny>, tau: f64) -> PyResult<PyModel> {
+    let hidden = count(hidden, "hidden", 1)? as usize;
     let (shape, x) = array(&x, "x", 2)?;
     let y = array(&y, "y", 1)?.1;
     let p = shape[1];

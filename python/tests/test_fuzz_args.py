@@ -111,3 +111,30 @@ def test_found_defects_stay_fixed():
         dlp_mcmc.sample(ISING, "gibbs", step_size=None, chains=1, steps=1, init="a\nb")
     assert str(e.value) == 'init must be "random", "zeros" or an array, got "a\\nb"'
     assert json.loads(str(e.value).split("got ", 1)[1]) == "a\nb"
+
+
+arrays = st.one_of(odd, st.just([[0, .5], [.5, 0]]), st.just(np.zeros((2, 2))), st.just(np.array([np.nan, 1.0])),
+                   st.just([[1, 2, 3]]), st.just(np.ones((2, 2, 2))))
+
+
+@FAST
+@given(a=arrays, b=arrays, c=arrays, domain=odd, k=count)
+def test_array_constructor_arguments(a, b, c, domain, k):
+    for build in (lambda: dlp_mcmc.Model.ising(a, b=b, domain=domain), lambda: dlp_mcmc.Model.potts(a, b),
+                  lambda: dlp_mcmc.Model.rbm(a, b, c, domain=domain), lambda: dlp_mcmc.Model.categorical(probs=a),
+                  lambda: dlp_mcmc.Model.categorical(logits=a), lambda: dlp_mcmc.Model.table(a, d=k, domain=domain),
+                  lambda: dlp_mcmc.Model.logistic(a, b, c, domain=domain),
+                  lambda: dlp_mcmc.Model.bnn(a, b, hidden=k)):
+        call(build)
+
+
+@FAST
+@given(key=st.sampled_from(["step_size", "step_size_min", "preconditioner", "batch_size", "target_accept", "x"]),
+       value=odd, sampler=st.sampled_from(["dmala", "acs-dmala-2", "pdmala", "sg-dula", "gibbs"]),
+       method=odd, chains=count, temperatures=count)
+def test_sampler_options_and_logz_arguments(key, value, sampler, method, chains, temperatures):
+    call(dlp_mcmc.sample, ISING, sampler, chains=2, steps=2, progress=False, **{key: value})
+    for v in (chains, temperatures):
+        if isinstance(v, int) and not isinstance(v, bool) and v > 3:
+            return
+    call(dlp_mcmc.logz, ISING, method, chains=chains, temperatures=temperatures)
