@@ -105,7 +105,8 @@ def main() -> int:
             subprocess.run(cli_args, check=True)
             cli_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            run = dlp_mcmc.sample(model, "dmala", step_size=step_size, chains=chains, steps=a.steps, seed=a.seed)
+            run = dlp_mcmc.sample(model, "dmala", step_size=step_size, chains=chains, steps=a.steps, seed=a.seed,
+                                  progress=False)
             py_t.append(time.perf_counter() - t0)
         rows = [ln for ln in (Path(tmp) / "final.csv").read_text().splitlines() if ln and not ln.startswith("#")][1:]
         cli_final = np.array([[int(v) for v in ln.split(",")] for ln in rows], dtype=np.int64)
@@ -121,7 +122,7 @@ def main() -> int:
     peer = torch_peer(a.peer_dir, a.callback_steps, chains, step_size, a.seed)
     cb = dlp_mcmc.Model.from_callable(L * L, "spin", f_grad)
     t0 = time.perf_counter()
-    dlp_mcmc.sample(cb, "dmala", step_size=step_size, chains=chains, steps=a.callback_steps, seed=a.seed)
+    dlp_mcmc.sample(cb, "dmala", step_size=step_size, chains=chains, steps=a.callback_steps, seed=a.seed, progress=False)
     cb_t = time.perf_counter() - t0
     builtin_step = statistics.median(py_t) / a.steps
     out = {
