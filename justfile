@@ -132,7 +132,7 @@ test-python profile="dev":
         if "$c" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then py=$c; break; fi
     done
     "$py" -m venv "$out/venv"
-    "$out/venv/bin/python" -m pip install --quiet "$wheel[arviz,jax]" pytest hypothesis
+    "$out/venv/bin/python" -m pip install --quiet "$wheel[arviz,jax]" cmdstanpy pytest hypothesis
     echo "test-python: $("$out/venv/bin/python" --version), environment made in $((SECONDS - start)) s"
     # PyTorch is Debian's python3-torch (CPU, for /usr/bin/python3; PyPI's Linux torch pulls
     # GBs of CUDA wheels), which needs Debian's numpy 1.x while JAX needs numpy 2: so

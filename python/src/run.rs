@@ -69,33 +69,8 @@ impl Target for Guarded<'_> {
     }
 }
 
-/// One task's observers: the step counter, the tallies and, with `keep_trace`, the trace and
-/// the step records at its steps.
-type Record<'a> = (Count<'a>, Tallies, Option<(Trace, Kept)>);
-
-/// Each chain's step record (accepted, acceptance probability, coordinates changed) at the
-/// steps the trace keeps, for `Sample.to_arviz`'s sample_stats.
-struct Kept {
-    /// The trace's rule: step s (counted from the chains' start, `offset` = the warm-up's
-    /// steps) is kept when s > `burn_in` and s − `burn_in` is a multiple of `thin`.
-    burn_in: usize,
-    thin: usize,
-    offset: usize,
-    accepted: Vec<bool>,
-    accept_prob: Vec<f64>,
-    changed: Vec<u32>,
-}
-
-impl Observer for Kept {
-    fn observe(&mut self, ctx: &StepContext, _: States<'_>, info: &[StepInfo]) {
-        let step = ctx.step + self.offset;
-        if step > self.burn_in && (step - self.burn_in).is_multiple_of(self.thin.max(1)) {
-            self.accepted.extend(info.iter().map(|s| s.accepted));
-            self.accept_prob.extend(info.iter().map(|s| s.accept_prob));
-            self.changed.extend(info.iter().map(|s| s.n_changed));
-        }
-    }
-}
+/// One task's observers: the step counter, the tallies and, with `keep_trace`, the trace.
+type Record<'a> = (Count<'a>, Tallies, Option<Trace>);
 
 /// Counts the chain-steps run (`n` per step of a task of `n` chains) into a counter shared by
 /// every task, which the waiting thread reads for the Python progress bar.
@@ -312,14 +287,7 @@ pub fn sample<'py>(
             |a| {
                 done.fetch_add((chains * a.steps) as u64, Ordering::Relaxed);
             },
-            |stage, _, n| {
-                let kept = || {
-                    let (burn_in, thin, offset) = (stage.burn_in, stage.thin, stage.warmup_steps);
-                    let k = Kept { burn_in, thin, offset, accepted: vec![], accept_prob: vec![], changed: vec![] };
-                    (stage.trace(n), k)
-                };
-                (Count(&done, n as u64), Tallies::new(n), keep_trace.then(kept))
-            },
+            |stage, _, n| (Count(&done, n as u64), Tallies::new(n), keep_trace.then(|| stage.trace(n))),
         )
     };
     // Tells the progress callback the chain-steps run so far. Its exceptions are ignored,
@@ -396,21 +364,20 @@ pub fn sample<'py>(
     out.set_item("accept_rate", per_step(acc))?;
     out.set_item("accept_prob", per_step(prob))?;
     out.set_item("changed", per_step(changed))?;
-    let traces: Vec<&(Trace, Kept)> = output.observers.iter().filter_map(|(_, _, t)| t.as_ref()).collect();
+    let traces: Vec<&Trace> = output.observers.iter().filter_map(|(_, _, t)| t.as_ref()).collect();
     let stats = ["step_accepted", "step_accept_prob", "step_changed"];
     if keep_trace {
         // Each task kept (steps × its chains × d); interleave into (steps × all chains × d).
-        let kept_steps = traces.first().map_or(&[][..], |(t, _)| t.steps());
+        let kept_steps = traces.first().map_or(&[][..], |t| t.steps());
         let n = kept_steps.len();
         let mut trace = Vec::with_capacity(n * chains * d);
         let (mut accepted, mut prob, mut changed) = (Vec::new(), Vec::new(), Vec::new());
         for k in 0..n {
-            for (t, kept) in &traces {
+            for t in &traces {
                 trace.extend_from_slice(t.at(k));
-                let m = t.chains();
-                accepted.extend_from_slice(&kept.accepted[k * m..(k + 1) * m]);
-                prob.extend_from_slice(&kept.accept_prob[k * m..(k + 1) * m]);
-                changed.extend(kept.changed[k * m..(k + 1) * m].iter().map(|&c| i64::from(c)));
+                accepted.extend_from_slice(t.accepted_at(k));
+                prob.extend_from_slice(t.accept_prob_at(k));
+                changed.extend(t.changed_at(k).iter().map(|&c| i64::from(c)));
             }
         }
         let values = to_values(py, &space, &trace)?;
