@@ -1,4 +1,4 @@
-"""Binding overhead: dlp.sample against `dlp sample` on the same run, and the per-step cost
+"""Binding overhead: dlp_mcmc.sample against `dlp sample` on the same run, and the per-step cost
 of a numpy callback model of the same energy (benchmark, not a test).
 
 The run is issue 19's: the 5×5 periodic Ising lattice (σ = 0.1, bias 0.2: coupling 2σ per pair
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-import dlp
+import dlp_mcmc
 
 ROOT = Path(__file__).resolve().parents[2]
 L, SIGMA, BIAS = 5, 0.1, 0.2
@@ -94,7 +94,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ising-5x5.json"
         path.write_text(json.dumps(lattice_model()))
-        model = dlp.Model.from_file(path)
+        model = dlp_mcmc.Model.from_file(path)
         cli_args = [exe, "sample", "--model", str(path), "--sampler", "dmala", "--step-size", str(step_size),
                     "--chains", str(chains), "--steps", str(a.steps), "--seed", str(a.seed), "--quiet",
                     "--out", str(Path(tmp) / "final.csv")]
@@ -105,7 +105,8 @@ def main() -> int:
             subprocess.run(cli_args, check=True)
             cli_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            run = dlp.sample(model, "dmala", step_size=step_size, chains=chains, steps=a.steps, seed=a.seed)
+            run = dlp_mcmc.sample(model, "dmala", step_size=step_size, chains=chains, steps=a.steps, seed=a.seed,
+                                  progress=False)
             py_t.append(time.perf_counter() - t0)
         rows = [ln for ln in (Path(tmp) / "final.csv").read_text().splitlines() if ln and not ln.startswith("#")][1:]
         cli_final = np.array([[int(v) for v in ln.split(",")] for ln in rows], dtype=np.int64)
@@ -119,9 +120,9 @@ def main() -> int:
         return 0.5 * np.einsum("ni,ni->n", sj, s) + s @ b, sj + b
 
     peer = torch_peer(a.peer_dir, a.callback_steps, chains, step_size, a.seed)
-    cb = dlp.Model.from_callable(L * L, "spin", f_grad)
+    cb = dlp_mcmc.Model.from_callable(L * L, "spin", f_grad)
     t0 = time.perf_counter()
-    dlp.sample(cb, "dmala", step_size=step_size, chains=chains, steps=a.callback_steps, seed=a.seed)
+    dlp_mcmc.sample(cb, "dmala", step_size=step_size, chains=chains, steps=a.callback_steps, seed=a.seed, progress=False)
     cb_t = time.perf_counter() - t0
     builtin_step = statistics.median(py_t) / a.steps
     out = {
@@ -142,7 +143,7 @@ def main() -> int:
     tmpf.write_text(json.dumps(out, indent=2) + "\n")
     os.replace(tmpf, dest / "summary.json")
     print(f"dlp sample (CLI):   median {out['cli_median_s']:.3f} s  {cli_t}")
-    print(f"dlp.sample (Python): median {out['python_median_s']:.3f} s  {py_t}")
+    print(f"dlp_mcmc.sample (Python): median {out['python_median_s']:.3f} s  {py_t}")
     print(f"ratio Python / CLI: {out['python_over_cli']:.4f}   identical final states: {same}")
     print(f"numpy callback model: {out['callback']['us_per_step']:.1f} µs per step (32 chains) vs built-in "
           f"{out['callback']['builtin_us_per_step']:.2f} µs")

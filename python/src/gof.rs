@@ -1,10 +1,11 @@
-//! `dlp.gof`: KDSD, GF-KSD and MMD (dlp-gof) on arrays, returning the fields of `dlp gof`'s
-//! `dlp.gof.result.v1` JSON (without the file paths and checksums an array does not have).
+//! `dlp_mcmc.gof`: KDSD, GF-KSD and MMD (dlp-gof) on arrays, returning the fields of `dlp gof`'s
+//! `dlp.gof.result.v1` document as a Python dict (without the file paths and checksums an array
+//! does not have; no JSON text in between).
 //! The options and their checks are `dlp gof`'s (`crates/dlp-cli/src/gof.rs`), with the
 //! Python argument names in the messages; the same seed and options give the same statistic
 //! and p-value as `dlp gof` on files holding the same rows.
 
-use crate::{PyModel, to_indices, value_error};
+use crate::{PyModel, count, count_opt, raise_callback_error, to_indices, value_error};
 use dlp_core::{DomainKind, Space};
 use dlp_gof::bootstrap::check_reps_alpha;
 use dlp_gof::reference::{MAX_EXACT_STATES, exact_draws, gibbs_draws};
@@ -32,7 +33,7 @@ fn null_test(
     let statistic = match statistic {
         "u" => Statistic::U,
         "v" => Statistic::V,
-        o => return Err(value_error(format!("statistic must be u or v, got \"{o}\""))),
+        o => return Err(value_error(format!("statistic must be u or v, got {o:?}"))),
     };
     let model_null = bootstrap == Some("model");
     let bootstrap = match bootstrap {
@@ -40,7 +41,7 @@ fn null_test(
         None | Some("multinomial") | Some("model") => Bootstrap::Multinomial,
         Some("rademacher") => Bootstrap::Rademacher,
         Some(o) => {
-            return Err(value_error(format!("bootstrap must be multinomial, rademacher or model, got \"{o}\"")));
+            return Err(value_error(format!("bootstrap must be multinomial, rademacher or model, got {o:?}")));
         }
     };
     check_reps_alpha(reps, alpha).map_err(value_error)?;
@@ -80,8 +81,15 @@ fn base(test: &str, null: &NullTest, alpha: f64, n: usize, space: &Space, model:
     })
 }
 
-/// Adds the statistic, p-value and decision; returns the JSON text.
-fn finish(mut doc: Value, statistic: f64, p_value: f64, alpha: f64, warnings: Vec<String>) -> PyResult<String> {
+/// Adds the statistic, p-value and decision; returns the document as Python objects (a dict).
+fn finish<'py>(
+    py: Python<'py>,
+    mut doc: Value,
+    statistic: f64,
+    p_value: f64,
+    alpha: f64,
+    warnings: Vec<String>,
+) -> PyResult<Bound<'py, PyAny>> {
     if !statistic.is_finite() {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
             "internal error: the statistic is not finite ({statistic})"
@@ -91,15 +99,7 @@ fn finish(mut doc: Value, statistic: f64, p_value: f64, alpha: f64, warnings: Ve
     doc["p_value"] = json!(p_value);
     doc["reject"] = json!(p_value <= alpha);
     doc["warnings"] = json!(warnings);
-    Ok(doc.to_string())
-}
-
-/// Raises a callback model's exception, if a call failed.
-fn callback_error(model: &PyModel) -> PyResult<()> {
-    match model.callback().and_then(|c| c.take_py_error()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    Ok(pythonize::pythonize(py, &doc)?)
 }
 
 /// The p-value of the observed statistic ([`dlp_gof::GofNull::p_value`], as `dlp gof`): the
@@ -129,7 +129,7 @@ where
         model: model_null.then(|| ModelDraws::for_space(target.space(), burnin)),
     };
     let pv = py.detach(|| gof_null.p_value(target, n, observed, doc, warnings, stat));
-    callback_error(model)?;
+    raise_callback_error(model)?;
     pv.map_err(gof_error)
 }
 
@@ -137,19 +137,21 @@ where
 #[pyfunction]
 #[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, kernel, kernel_scale, burnin))]
 #[allow(clippy::too_many_arguments)]
-pub fn kdsd(
-    py: Python<'_>,
+pub fn kdsd<'py>(
+    py: Python<'py>,
     samples: PyReadonlyArray2<'_, i64>,
     model: &PyModel,
     statistic: &str,
     bootstrap: Option<&str>,
-    reps: usize,
+    reps: &Bound<'py, PyAny>,
     alpha: f64,
-    seed: u64,
+    seed: &Bound<'py, PyAny>,
     kernel: &str,
     kernel_scale: f64,
-    burnin: usize,
-) -> PyResult<String> {
+    burnin: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (reps, seed, burnin) =
+        (count(reps, "reps", 0)? as usize, count(seed, "seed", 0)?, count(burnin, "burnin", 0)? as usize);
     let (null, model_null) = null_test(statistic, bootstrap, reps, alpha, seed)?;
     if null.bootstrap == Bootstrap::Multinomial && null.statistic == Statistic::V {
         return Err(value_error(GofError::MultinomialNeedsU));
@@ -167,13 +169,13 @@ pub fn kdsd(
             );
             BaseKernel::HammingLinear
         }
-        o => return Err(value_error(format!("kernel must be exp_hamming or hamming_linear, got \"{o}\""))),
+        o => return Err(value_error(format!("kernel must be exp_hamming or hamming_linear, got {o:?}"))),
     };
     let target = model.target();
     let space = target.space();
     let xs = rows(space, &samples, "samples")?;
     let out = py.detach(|| kdsd_test(target, &xs, &KdsdOptions { kernel: base_kernel, null }));
-    callback_error(model)?;
+    raise_callback_error(model)?;
     let out = out.map_err(gof_error)?;
     let mut doc = base("kdsd", &null, alpha, xs.len() / space.d, space, Some(model));
     let mut k = json!({"name": base_kernel.name()});
@@ -197,7 +199,7 @@ pub fn kdsd(
                 .statistic)
         },
     )?;
-    finish(doc, out.null.statistic, p_value, alpha, warnings)
+    finish(py, doc, out.null.statistic, p_value, alpha, warnings)
 }
 
 /// GF-KSD test of `samples` against `model` (`dlp gof --test gfksd`); `jitter` (n × d reals
@@ -205,20 +207,22 @@ pub fn kdsd(
 #[pyfunction]
 #[pyo3(signature = (samples, model, *, statistic, bootstrap, reps, alpha, seed, surrogate, bandwidth, jitter, burnin))]
 #[allow(clippy::too_many_arguments)]
-pub fn gfksd(
-    py: Python<'_>,
+pub fn gfksd<'py>(
+    py: Python<'py>,
     samples: PyReadonlyArray2<'_, i64>,
     model: &PyModel,
     statistic: &str,
     bootstrap: Option<&str>,
-    reps: usize,
+    reps: &Bound<'py, PyAny>,
     alpha: f64,
-    seed: u64,
+    seed: &Bound<'py, PyAny>,
     surrogate: &str,
     bandwidth: Option<f64>,
     jitter: Option<PyReadonlyArray2<'_, f64>>,
-    burnin: usize,
-) -> PyResult<String> {
+    burnin: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (reps, seed, burnin) =
+        (count(reps, "reps", 0)? as usize, count(seed, "seed", 0)?, count(burnin, "burnin", 0)? as usize);
     let (null, model_null) = null_test(statistic, bootstrap, reps, alpha, seed)?;
     if null.bootstrap == Bootstrap::Multinomial && null.statistic == Statistic::V {
         return Err(value_error(GofError::MultinomialNeedsU));
@@ -234,7 +238,7 @@ pub fn gfksd(
             dlp_gof::relaxation_of(m.as_target()).ok_or_else(|| value_error(GofError::RelaxedNeedsBinary))?,
         ),
         ("relaxed", _) => return Err(value_error(GofError::RelaxedNeedsBinary)),
-        (o, _) => return Err(value_error(format!("surrogate must be gaussian or relaxed, got \"{o}\""))),
+        (o, _) => return Err(value_error(format!("surrogate must be gaussian or relaxed, got {o:?}"))),
     };
     let target = model.target();
     let space = target.space();
@@ -249,6 +253,9 @@ pub fn gfksd(
                     space.d
                 )));
             }
+            if let Some(((i, k), v)) = j.as_array().indexed_iter().find(|(_, v)| !(**v > 0.0 && **v < 1.0)) {
+                return Err(value_error(format!("jitter[{i}, {k}] = {v} is not in (0, 1)")));
+            }
             Some(j.as_array().iter().copied().collect::<Vec<f64>>())
         }
         None => None,
@@ -256,7 +263,7 @@ pub fn gfksd(
     let from_file = jitter.is_some();
     let opts = GfksdOptions { surrogate, bandwidth, null, jitter };
     let out = py.detach(|| gfksd_test(target, &xs, &opts));
-    callback_error(model)?;
+    raise_callback_error(model)?;
     let out = out.map_err(gof_error)?;
     let mut warnings = Vec::new();
     if out.ess < n as f64 / 10.0 {
@@ -287,7 +294,7 @@ pub fn gfksd(
             Ok(gfksd_test(target, ys, &o)?.null.statistic)
         },
     )?;
-    finish(doc, out.null.statistic, p_value, alpha, warnings)
+    finish(py, doc, out.null.statistic, p_value, alpha, warnings)
 }
 
 /// MMD permutation test of `samples` against `reference` rows, or against draws from `model`
@@ -295,20 +302,22 @@ pub fn gfksd(
 #[pyfunction]
 #[pyo3(signature = (samples, *, model, reference, values, model_samples, burnin, statistic, reps, alpha, seed, kernel_scale))]
 #[allow(clippy::too_many_arguments)]
-pub fn mmd(
-    py: Python<'_>,
+pub fn mmd<'py>(
+    py: Python<'py>,
     samples: PyReadonlyArray2<'_, i64>,
     model: Option<&PyModel>,
     reference: Option<PyReadonlyArray2<'_, i64>>,
     values: Option<Vec<i64>>,
-    model_samples: Option<usize>,
-    burnin: usize,
+    model_samples: Option<&Bound<'py, PyAny>>,
+    burnin: &Bound<'py, PyAny>,
     statistic: &str,
-    reps: usize,
+    reps: &Bound<'py, PyAny>,
     alpha: f64,
-    seed: u64,
+    seed: &Bound<'py, PyAny>,
     kernel_scale: f64,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
+    let (reps, seed, burnin) =
+        (count(reps, "reps", 0)? as usize, count(seed, "seed", 0)?, count(burnin, "burnin", 0)? as usize);
     let (null, _) = null_test(statistic, None, reps, alpha, seed)?;
     if !(kernel_scale > 0.0 && kernel_scale.is_finite()) {
         return Err(value_error(format!("kernel_scale must be a positive number, got {kernel_scale}")));
@@ -316,11 +325,7 @@ pub fn mmd(
     if reference.is_some() && model_samples.is_some() {
         return Err(value_error("reference and model_samples cannot be used together"));
     }
-    if let Some(m) = model_samples
-        && m < 2
-    {
-        return Err(value_error(format!("model_samples must be at least 2, got {m}")));
-    }
+    let model_samples = count_opt(model_samples, "model_samples", 2)?.map(|m| m as usize);
     let space = match (model, values) {
         (Some(m), _) => m.target().space().clone(),
         // Without a model the values are those the arrays hold (MMD's kernel only compares
@@ -338,14 +343,14 @@ pub fn mmd(
             let m = model_samples.unwrap_or(n);
             if space.n_states().is_some_and(|s| s <= MAX_EXACT_STATES) {
                 let ys = py.detach(|| exact_draws(t, m, seed));
-                callback_error(model)?;
+                raise_callback_error(model)?;
                 (ys.map_err(gof_error)?, json!({"source": "model_sampler", "sampler": "exact", "burnin": Value::Null}))
             } else {
                 warnings.push(format!(
                     "reference drawn by {burnin} single-site Gibbs sweeps (the space is too large to draw exactly); calibration is only guaranteed with exact draws"
                 ));
                 let ys = py.detach(|| gibbs_draws(t, m, burnin, seed));
-                callback_error(model)?;
+                raise_callback_error(model)?;
                 (
                     ys.map_err(|e| gof_error(e.into()))?,
                     json!({"source": "model_sampler", "sampler": "gibbs", "burnin": burnin}),
@@ -361,5 +366,5 @@ pub fn mmd(
     doc["reference"] = reference_doc;
     doc["kernel"] = json!({"name": "exp_hamming", "scale": kernel_scale});
     doc["bootstrap"] = json!({"method": "permutation", "reps": reps});
-    finish(doc, out.statistic, out.p_value, alpha, warnings)
+    finish(py, doc, out.statistic, out.p_value, alpha, warnings)
 }

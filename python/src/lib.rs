@@ -1,7 +1,7 @@
-//! `dlp._dlp`: the Rust half of the `dlp` Python package (PyO3, abi3). It wraps the crates —
+//! `dlp_mcmc._dlp`: the Rust half of the `dlp_mcmc` Python package (distribution `dlp-mcmc`) (PyO3, abi3). It wraps the crates —
 //! models and model files (dlp-models), the sampler registry (dlp-samplers), the runner
 //! (dlp-core), the goodness-of-fit tests (dlp-gof) and the exact report (dlp-exact) — and
-//! re-implements none of them; the Python half (`python/dlp/`) checks argument types, turns
+//! re-implements none of them; the Python half (`python/dlp_mcmc/`) checks argument types, turns
 //! arrays into the shapes expected here and wraps results in classes.
 //!
 //! Every error crosses the boundary as a Python exception with one line: bad input is a
@@ -10,13 +10,15 @@
 
 mod callback;
 mod gof;
+mod logz;
+mod models;
 mod run;
 
 use callback::CallbackTarget;
 use dlp_core::{DomainKind, Space, Target};
 use dlp_session::Error as CliError;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -34,6 +36,41 @@ pub(crate) fn value_error(message: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(dlp_core::io::one_line(&message.to_string()))
 }
 
+/// A count or seed argument as an unsigned integer: a Python int (or numpy integer; not a
+/// bool) from `minimum` to 2^64 − 1, else a `TypeError`/`ValueError` naming `name`. The one
+/// place integers cross into Rust, so that no `OverflowError` escapes.
+pub(crate) fn count(v: &Bound<'_, PyAny>, name: &str, minimum: u64) -> PyResult<u64> {
+    let type_error = || {
+        let t = v.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        pyo3::exceptions::PyTypeError::new_err(format!("{name} must be an integer, got {t}"))
+    };
+    if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(type_error());
+    }
+    let i = v.call_method0("__index__").map_err(|_| type_error())?;
+    let i: i128 = match i.extract() {
+        Ok(i) => i,
+        Err(_) => return Err(value_error(format!("{name} must be at most {}, got {i}", u64::MAX))),
+    };
+    if i < i128::from(minimum) {
+        return Err(value_error(format!("{name} must be at least {minimum}, got {i}")));
+    }
+    u64::try_from(i).map_err(|_| value_error(format!("{name} must be at most {}, got {i}", u64::MAX)))
+}
+
+/// [`count`] of an optional argument (None stays None).
+pub(crate) fn count_opt(v: Option<&Bound<'_, PyAny>>, name: &str, minimum: u64) -> PyResult<Option<u64>> {
+    v.filter(|v| !v.is_none()).map(|v| count(v, name, minimum)).transpose()
+}
+
+/// Raises a callback model's exception, if one of its calls failed.
+pub(crate) fn raise_callback_error(model: &PyModel) -> PyResult<()> {
+    match model.callback().and_then(|c| c.take_py_error()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// What a Python `Model` holds: a model of a registered kind (from a file or a constructor),
 /// or a user's batched callback.
 #[derive(Clone)]
@@ -45,7 +82,7 @@ pub(crate) enum Inner {
 }
 
 /// A discrete target distribution π(x) ∝ exp f(x).
-#[pyclass(module = "dlp._dlp", name = "Model", frozen, subclass)]
+#[pyclass(module = "dlp_mcmc._dlp", name = "Model", frozen, subclass)]
 #[derive(Clone)]
 pub struct PyModel {
     pub(crate) inner: Inner,
@@ -127,7 +164,7 @@ impl PyModel {
         Ok(PyModel { inner: Inner::Loaded(m) })
     }
 
-    /// A model whose f and ∇f come from `func(x)` on a whole batch (see `dlp.Model.from_callable`).
+    /// A model whose f and ∇f come from `func(x)` on a whole batch (see `dlp_mcmc.Model.from_callable`).
     #[staticmethod]
     #[pyo3(signature = (d, domain, func, k=None))]
     fn from_callable(d: usize, domain: &str, func: Py<PyAny>, k: Option<usize>) -> PyResult<Self> {
@@ -143,7 +180,7 @@ impl PyModel {
             ("spin" | "binary", Some(_)) => {
                 return Err(value_error(format!("k is for categorical models, not {domain}")));
             }
-            (o, _) => return Err(value_error(format!("domain must be spin, binary or categorical, got \"{o}\""))),
+            (o, _) => return Err(value_error(format!("domain must be spin, binary or categorical, got {o:?}"))),
         };
         Ok(PyModel { inner: Inner::Callback(Arc::new(CallbackTarget::new(space, func))) })
     }
@@ -226,11 +263,7 @@ impl PyModel {
         let mut f = vec![0.0; n];
         let mut g = vec![0.0; if grad { n * space.grad_len() } else { 0 }];
         let r = py.detach(|| target.evaluate(&xs, dlp_core::Batch::Full, &mut f, grad.then_some(g.as_mut_slice())));
-        if let Some(c) = self.callback()
-            && let Some(e) = c.take_py_error()
-        {
-            return Err(e);
-        }
+        raise_callback_error(self)?;
         r.map_err(value_error)?;
         Ok((f, g))
     }
@@ -258,16 +291,17 @@ fn rhat(draws: PyReadonlyArray2<'_, f64>) -> PyResult<f64> {
     dlp_core::diagnostics::rhat_rank(&flat, c).map_err(value_error)
 }
 
-/// `dlp exact`'s report (`dlp.exact.report.v2` JSON text) of `sampler` on `model`.
+/// `dlp exact`'s report (the fields of `dlp.exact.report.v2`) of `sampler` on `model`, as
+/// Python objects (dicts, lists, floats; no JSON text in between).
 #[pyfunction]
 #[pyo3(signature = (model, sampler, step_size=None, preconditioner=None))]
-fn exact(
-    py: Python<'_>,
+fn exact<'py>(
+    py: Python<'py>,
     model: &PyModel,
     sampler: &str,
     step_size: Option<f64>,
     preconditioner: Option<Vec<f64>>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     run::check_step_size(step_size)?;
     let params =
         dlp_samplers::SamplerParams { step_size, preconditioner: preconditioner.clone(), ..Default::default() };
@@ -287,20 +321,20 @@ fn exact(
         dlp_exact::ExactError::BadRow { .. } => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e),
     };
-    dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp.exact")
+    dlp_exact::enumerate::checked_n_states(space, dlp_exact::matrix::MAX_MATRIX_STATES, "dlp_mcmc.exact")
         .map_err(exact_error)?;
     let report = py.detach(|| dlp_exact::exact_report(target, s.as_ref()));
-    if let Some(c) = model.callback()
-        && let Some(e) = c.take_py_error()
-    {
-        return Err(e);
-    }
+    raise_callback_error(model)?;
     let report = report.map_err(exact_error)?;
-    let mut json = serde_json::to_value(&report).map_err(|e| PyTypeError::new_err(e.to_string()))?;
-    if let Some(obj) = json.as_object_mut() {
-        obj.insert("schema".into(), "dlp.exact.report.v2".into());
-    }
-    Ok(json.to_string())
+    Ok(pythonize::pythonize(py, &report)?)
+}
+
+/// The parameters sampler `name` takes, as `(keyword, required)` pairs (the registry's
+/// `SamplerSpec::params`); None for a name the registry does not know.
+#[pyfunction]
+fn sampler_params(name: &str) -> Option<Vec<(String, bool)>> {
+    let (spec, _) = dlp_samplers::registry::find(name)?;
+    Some(spec.params.iter().map(|p| (run::keyword(p.param).to_string(), p.required)).collect())
 }
 
 /// The extension module.
@@ -311,6 +345,15 @@ fn _dlp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ess_bulk, m)?)?;
     m.add_function(wrap_pyfunction!(rhat, m)?)?;
     m.add_function(wrap_pyfunction!(exact, m)?)?;
+    m.add_function(wrap_pyfunction!(sampler_params, m)?)?;
+    m.add_function(wrap_pyfunction!(logz::logz, m)?)?;
+    m.add_function(wrap_pyfunction!(models::ising, m)?)?;
+    m.add_function(wrap_pyfunction!(models::potts, m)?)?;
+    m.add_function(wrap_pyfunction!(models::rbm, m)?)?;
+    m.add_function(wrap_pyfunction!(models::categorical, m)?)?;
+    m.add_function(wrap_pyfunction!(models::table, m)?)?;
+    m.add_function(wrap_pyfunction!(models::logistic, m)?)?;
+    m.add_function(wrap_pyfunction!(models::bnn, m)?)?;
     m.add_function(wrap_pyfunction!(run::sample, m)?)?;
     m.add_function(wrap_pyfunction!(gof::kdsd, m)?)?;
     m.add_function(wrap_pyfunction!(gof::gfksd, m)?)?;

@@ -1,5 +1,5 @@
 """Property tests (hypothesis) of the Python argument layer: any argument values given to
-``dlp.sample``, ``dlp.Model.from_dict``/``from_file`` and ``dlp.gof.kdsd`` either work or
+``dlp_mcmc.sample``, ``dlp_mcmc.Model.from_dict``/``from_file`` and ``dlp_mcmc.gof.kdsd`` either work or
 raise ``ValueError``/``TypeError`` whose message is one line without control characters;
 never another exception (an ``OverflowError`` from the Rust conversion, a panic), never a
 hang (hypothesis' deadline bounds each example)."""
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dlp
+import dlp_mcmc
 
 # A few dozen examples per test: the short run stays within seconds (`just test-python`).
 FAST = settings(max_examples=30, deadline=5000, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
                 database=None)
 
-ISING = dlp.Model.from_dict({"kind": "ising", "d": 3, "J": [[0, .5, -.3], [.5, 0, .2], [-.3, .2, 0]], "b": [.1, -.2, .3]})
+ISING = dlp_mcmc.Model.from_dict({"kind": "ising", "d": 3, "J": [[0, .5, -.3], [.5, 0, .2], [-.3, .2, 0]], "b": [.1, -.2, .3]})
 
 
 def one_line(e: BaseException) -> None:
@@ -63,7 +63,7 @@ def test_sample_arguments(sampler, step_size, chains, steps, burn_in, thin, seed
     for v in (chains, steps, burn_in, thin, threads):
         if isinstance(v, int) and not isinstance(v, bool) and v > 3:
             return
-    call(dlp.sample, ISING, sampler, step_size=step_size, chains=chains, steps=steps, burn_in=burn_in, thin=thin,
+    call(dlp_mcmc.sample, ISING, sampler, step_size=step_size, chains=chains, steps=steps, burn_in=burn_in, thin=thin,
          seed=seed, threads=threads, init=init)
 
 
@@ -80,7 +80,7 @@ json_values = st.recursive(
 @FAST
 @given(spec=st.dictionaries(keys, json_values, max_size=6), name=st.sampled_from(["<dict>", "m.json", "a\nb"]))
 def test_model_from_dict(spec, name):
-    call(dlp.Model.from_dict, spec, name)
+    call(dlp_mcmc.Model.from_dict, spec, name)
 
 
 @FAST
@@ -88,7 +88,7 @@ def test_model_from_dict(spec, name):
 def test_model_from_file(tmp_path_factory, data, ext):
     p = tmp_path_factory.mktemp("m") / f"model{ext}"
     p.write_bytes(data)
-    call(dlp.Model.from_file, p)
+    call(dlp_mcmc.Model.from_file, p)
 
 
 @FAST
@@ -98,7 +98,7 @@ def test_kdsd_arguments(statistic, bootstrap, reps, alpha, seed, kernel, kernel_
     if isinstance(reps, int) and not isinstance(reps, bool) and reps > 3:
         return
     x = np.where(np.arange(rows * cols).reshape(rows, cols) % 2 == 0, 1, -1).astype(np.int64)
-    call(dlp.gof.kdsd, x, ISING, statistic=statistic, bootstrap=bootstrap, reps=reps, alpha=alpha, seed=seed,
+    call(dlp_mcmc.gof.kdsd, x, ISING, statistic=statistic, bootstrap=bootstrap, reps=reps, alpha=alpha, seed=seed,
          kernel=kernel, kernel_scale=kernel_scale)
 
 
@@ -106,8 +106,35 @@ def test_found_defects_stay_fixed():
     """The cases the properties found, pinned: an integer beyond 64 bits raised OverflowError,
     and a string with a line break was printed raw."""
     with pytest.raises(ValueError, match=r"^seed must be at most 18446744073709551615, got 18446744073709551616$"):
-        dlp.sample(ISING, "gibbs", step_size=None, chains=1, steps=1, seed=2**64)
+        dlp_mcmc.sample(ISING, "gibbs", step_size=None, chains=1, steps=1, seed=2**64)
     with pytest.raises(ValueError) as e:
-        dlp.sample(ISING, "gibbs", step_size=None, chains=1, steps=1, init="a\nb")
+        dlp_mcmc.sample(ISING, "gibbs", step_size=None, chains=1, steps=1, init="a\nb")
     assert str(e.value) == 'init must be "random", "zeros" or an array, got "a\\nb"'
     assert json.loads(str(e.value).split("got ", 1)[1]) == "a\nb"
+
+
+arrays = st.one_of(odd, st.just([[0, .5], [.5, 0]]), st.just(np.zeros((2, 2))), st.just(np.array([np.nan, 1.0])),
+                   st.just([[1, 2, 3]]), st.just(np.ones((2, 2, 2))))
+
+
+@FAST
+@given(a=arrays, b=arrays, c=arrays, domain=odd, k=count)
+def test_array_constructor_arguments(a, b, c, domain, k):
+    for build in (lambda: dlp_mcmc.Model.ising(a, b=b, domain=domain), lambda: dlp_mcmc.Model.potts(a, b),
+                  lambda: dlp_mcmc.Model.rbm(a, b, c, domain=domain), lambda: dlp_mcmc.Model.categorical(probs=a),
+                  lambda: dlp_mcmc.Model.categorical(logits=a), lambda: dlp_mcmc.Model.table(a, d=k, domain=domain),
+                  lambda: dlp_mcmc.Model.logistic(a, b, c, domain=domain),
+                  lambda: dlp_mcmc.Model.bnn(a, b, hidden=k)):
+        call(build)
+
+
+@FAST
+@given(key=st.sampled_from(["step_size", "step_size_min", "preconditioner", "batch_size", "target_accept", "x"]),
+       value=odd, sampler=st.sampled_from(["dmala", "acs-dmala-2", "pdmala", "sg-dula", "gibbs"]),
+       method=odd, chains=count, temperatures=count)
+def test_sampler_options_and_logz_arguments(key, value, sampler, method, chains, temperatures):
+    call(dlp_mcmc.sample, ISING, sampler, chains=2, steps=2, progress=False, **{key: value})
+    for v in (chains, temperatures):
+        if isinstance(v, int) and not isinstance(v, bool) and v > 3:
+            return
+    call(dlp_mcmc.logz, ISING, method, chains=chains, temperatures=temperatures)

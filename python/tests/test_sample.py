@@ -1,4 +1,4 @@
-"""Sampling: marginals against dlp.exact's law, a numpy callback model against the same
+"""Sampling: marginals against dlp_mcmc.exact's law, a numpy callback model against the same
 built-in model, thread-count independence, trace and diagnostics."""
 
 import re
@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-import dlp
+import dlp_mcmc
 
 # J and b of data/examples/ising-3.json (spin), for the callback twin.
 J3 = np.array([[0.0, 0.5, -0.3], [0.5, 0.0, 0.2], [-0.3, 0.2, 0.0]])
@@ -21,17 +21,17 @@ def ising_f_grad(x):
 
 
 def test_dmala_final_states_follow_the_exact_law(examples):
-    model = dlp.Model.from_file(examples / "ising-3.json")
-    ex = dlp.exact(model, "dmala", step_size=0.4)
+    model = dlp_mcmc.Model.from_file(examples / "ising-3.json")
+    ex = dlp_mcmc.exact(model, "dmala", step_size=0.4)
     # DMALA is Metropolis-adjusted: its stationary law is the target to rounding.
     assert ex.total_variation < 1e-10
     assert ex.states.shape == (8, 3)
     chains, steps = 4000, 200
     # Distance to stationarity after `steps` steps is at most SLEM^steps / sqrt(min π): make it
     # negligible against the sampling noise so that the chi-square below tests the sampler.
-    slem = ex["mixing"]["slem"]
+    slem = ex.mixing["slem"]
     assert slem ** steps / np.sqrt(ex.stationary.min()) < 1e-6
-    run = dlp.sample(model, "dmala", step_size=0.4, chains=chains, steps=steps, seed=11)
+    run = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=chains, steps=steps, seed=11)
     index = {tuple(s): i for i, s in enumerate(ex.states.tolist())}
     counts = np.bincount([index[tuple(x)] for x in run.final.tolist()], minlength=8)
     expected = chains * ex.stationary
@@ -47,24 +47,24 @@ def test_dmala_final_states_follow_the_exact_law(examples):
 
 def test_numpy_callback_gives_the_same_chains_as_the_builtin_model(examples):
     # The callback runs on the runner's thread while this (main) thread waits inside
-    # dlp.sample: it could not take the GIL, and the run would hang, if dlp.sample held it.
-    builtin = dlp.Model.from_file(examples / "ising-3.json")
-    twin = dlp.Model.from_callable(3, "spin", ising_f_grad)
+    # dlp_mcmc.sample: it could not take the GIL, and the run would hang, if dlp_mcmc.sample held it.
+    builtin = dlp_mcmc.Model.from_file(examples / "ising-3.json")
+    twin = dlp_mcmc.Model.from_callable(3, "spin", ising_f_grad)
     x = np.array([[-1, -1, -1], [1, -1, 1], [1, 1, -1]])
     f1, g1 = builtin.log_density_grad(x)
     f2, g2 = twin.log_density_grad(x)
     np.testing.assert_allclose(f2 - f2[0], f1 - f1[0], atol=1e-12)
     np.testing.assert_allclose(g2, g1, atol=1e-12)
     for sampler, step in [("dmala", 0.4), ("dula", 0.3), ("gibbs", None)]:
-        a = dlp.sample(builtin, sampler, step_size=step, chains=16, steps=300, seed=5, trace=True)
-        b = dlp.sample(twin, sampler, step_size=step, chains=16, steps=300, seed=5, trace=True)
+        a = dlp_mcmc.sample(builtin, sampler, step_size=step, chains=16, steps=300, seed=5, trace=True)
+        b = dlp_mcmc.sample(twin, sampler, step_size=step, chains=16, steps=300, seed=5, trace=True)
         np.testing.assert_array_equal(a.trace, b.trace, err_msg=sampler)
         np.testing.assert_array_equal(a.accept_rate, b.accept_rate)
 
 
 def test_a_seed_gives_the_same_arrays_for_any_thread_count(examples):
-    model = dlp.Model.from_file(examples / "ising-4x4.json")
-    runs = [dlp.sample(model, "dmala", chains=10, steps=100, seed=3, threads=t, trace=True, thin=10)
+    model = dlp_mcmc.Model.from_file(examples / "ising-4x4.json")
+    runs = [dlp_mcmc.sample(model, "dmala", chains=10, steps=100, seed=3, threads=t, trace=True, thin=10)
             for t in (1, 2, 3)]
     for r in runs[1:]:
         np.testing.assert_array_equal(r.final, runs[0].final)
@@ -73,8 +73,8 @@ def test_a_seed_gives_the_same_arrays_for_any_thread_count(examples):
 
 
 def test_trace_shape_diagnostics_and_init(examples):
-    model = dlp.Model.from_file(examples / "ising-4x4.json")
-    run = dlp.sample(model, "dmala", chains=4, steps=100, burn_in=20, thin=5, seed=1, trace=True)
+    model = dlp_mcmc.Model.from_file(examples / "ising-4x4.json")
+    run = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=4, steps=100, burn_in=20, thin=5, seed=1, trace=True)
     assert run.trace.shape == (16, 4, 16)
     assert run.trace_steps.tolist() == list(range(25, 101, 5))
     np.testing.assert_array_equal(run.trace[-1], run.final)
@@ -83,10 +83,10 @@ def test_trace_shape_diagnostics_and_init(examples):
     assert np.all(run.changed >= 0)
     assert run.ess(lambda x: x.sum(axis=1)) > 0
     assert np.isfinite(run.rhat(lambda x: x.sum(axis=1)))
-    zeros = dlp.sample(model, "dmala", chains=2, steps=0, init="zeros")
+    zeros = dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=2, steps=0, init="zeros")
     np.testing.assert_array_equal(zeros.final, -np.ones((2, 16), dtype=np.int64))
     start = np.ones((2, 16), dtype=np.int64)
-    np.testing.assert_array_equal(dlp.sample(model, "dmala", chains=2, steps=0, init=start).final, start)
+    np.testing.assert_array_equal(dlp_mcmc.sample(model, "dmala", step_size=0.4, chains=2, steps=0, init=start).final, start)
 
 
 def test_the_cli_and_the_package_draw_the_same_final_states(dlp_bin, examples, tmp_path):
@@ -96,7 +96,7 @@ def test_the_cli_and_the_package_draw_the_same_final_states(dlp_bin, examples, t
                 "--step-size", "0.4", "--chains", "8", "--steps", "50", "--seed", "9", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     cli = read_rows(out)
-    py = dlp.sample(dlp.Model.from_file(examples / "ising-4x4.json"), "dmala", step_size=0.4, chains=8, steps=50,
+    py = dlp_mcmc.sample(dlp_mcmc.Model.from_file(examples / "ising-4x4.json"), "dmala", step_size=0.4, chains=8, steps=50,
                     seed=9)
     np.testing.assert_array_equal(py.final, cli)
 
@@ -104,22 +104,24 @@ def test_the_cli_and_the_package_draw_the_same_final_states(dlp_bin, examples, t
 # pas-2 is flagged as reducible on bits; its warning is tested in test_gof.py.
 @pytest.mark.filterwarnings("ignore:pas-2 flips an even number:RuntimeWarning")
 def test_every_registered_sampler_is_available_by_name(examples):
-    names = dlp.samplers()
+    names = dlp_mcmc.samplers()
     assert "dmala" in names and "gwg-<k>" in names
-    ising = dlp.Model.ising(J=J3, b=B3)
-    rbm = dlp.Model.from_file(examples / "rbm-small.json")
-    logistic = dlp.Model.from_file(examples / "logistic-spin.json")
+    ising = dlp_mcmc.Model.ising(J=J3, b=B3)
+    rbm = dlp_mcmc.Model.from_file(examples / "rbm-small.json")
+    logistic = dlp_mcmc.Model.from_file(examples / "logistic-spin.json")
     for name in names:
         concrete = re.sub(r"<[^>]+>", "2", name)
-        kwargs = {"step_size": 0.2, "chains": 2, "steps": 3, "seed": 0}
-        model = ising
-        if name.startswith("pd"):
-            kwargs["preconditioner"] = [1.0, 1.0, 1.0]
-        if name.startswith("sg-"):
-            model, kwargs["batch_size"] = logistic, 20
+        options = dlp_mcmc.sampler_options(concrete)
+        kwargs = {"chains": 2, "steps": 3, "seed": 0}
+        model = logistic if name.startswith("sg-") else ising
+        given = {"step_size": 0.2, "preconditioner": [1.0] * model.d, "batch_size": 20}
+        kwargs.update({k: v for k, v in given.items() if k in options})
+        # An option the sampler does not take is refused, naming what it takes.
+        with pytest.raises(ValueError, match=f"does not apply to {concrete} \\(it takes"):
+            dlp_mcmc.sample(model, concrete, chains=1, steps=1, no_such_option=1)
         if name == "block-gibbs":
             model = rbm
-        run = dlp.sample(model, concrete, **kwargs)
+        run = dlp_mcmc.sample(model, concrete, **kwargs)
         assert run.final.shape == (2, model.d), name
 
 
@@ -130,14 +132,16 @@ def test_step_size_auto_adapts_like_dlp_sample(dlp_bin, examples, tmp_path):
                 "--chains", "8", "--steps", "200", "--seed", "2", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     header = open(out).readline()
-    model = dlp.Model.from_file(examples / "ising-4x4.json")
-    run = dlp.sample(model, "dmala", step_size="auto", chains=8, steps=200, seed=2, trace=True)
+    model = dlp_mcmc.Model.from_file(examples / "ising-4x4.json")
+    run = dlp_mcmc.sample(model, "dmala", step_size="auto", chains=8, steps=200, seed=2, trace=True)
     # The CLI adapts by default for dmala and writes the adapted α in its comment line.
     assert f"--step-size {run.step_size} " in header, (header, run.step_size)
     np.testing.assert_array_equal(run.final, read_rows(out))
     assert run.warmup_steps == 100 and run.trace_steps[0] == 101
     with pytest.raises(ValueError, match="step-size adaptation needs a Metropolis-adjusted sampler"):
-        dlp.sample(model, "gibbs", step_size="auto", chains=2, steps=10)
+        dlp_mcmc.sample(model, "dula", step_size="auto", chains=2, steps=10)
+    with pytest.raises(ValueError, match=r"sampler option step_size does not apply to gibbs \(it takes no options\)"):
+        dlp_mcmc.sample(model, "gibbs", step_size="auto", chains=2, steps=10)
 
 
 def test_categorical_callback_with_one_hot_gradient_matches_the_builtin_model():
@@ -147,10 +151,11 @@ def test_categorical_callback_with_one_hot_gradient_matches_the_builtin_model():
         f = logits[np.arange(3), x].sum(axis=1)
         return f, np.broadcast_to(logits, (len(x), 3, 3))
 
-    builtin = dlp.Model.categorical(logits=logits)
-    twin = dlp.Model.from_callable(3, "categorical", f_grad, k=3)
+    builtin = dlp_mcmc.Model.categorical(logits=logits)
+    twin = dlp_mcmc.Model.from_callable(3, "categorical", f_grad, k=3)
     assert twin.values == [0, 1, 2]
     for sampler in ("dmala", "dula", "gibbs"):
-        a = dlp.sample(builtin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
-        b = dlp.sample(twin, sampler, step_size=0.5, chains=8, steps=200, seed=4, trace=True)
+        step = None if sampler == "gibbs" else 0.5
+        a = dlp_mcmc.sample(builtin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
+        b = dlp_mcmc.sample(twin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
         np.testing.assert_array_equal(a.trace, b.trace, err_msg=sampler)

@@ -19,6 +19,18 @@ pub enum Init {
     Zeros,
 }
 
+/// How `--trace` is written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// One file, columns chain,step,x0,x1,…
+    Csv,
+    /// One CmdStan CSV per chain, `<FILE's stem>_<chain>.csv` (chains from 1): columns lp__
+    /// (f of the state), accept_stat__ (the step's acceptance probability), x.1, …, x.d, with
+    /// the configuration comments of CmdStan's fixed_param sampler (read by CmdStanPy's
+    /// `from_csv`, then `arviz.from_cmdstanpy`).
+    Cmdstan,
+}
+
 /// Arguments of `dlp sample`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -57,9 +69,12 @@ pub struct Args {
     /// Output file for the final states (one row per chain, header x0,x1,…).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Output file for every kept state (columns chain,step,x0,x1,…).
+    /// Output file for every kept state (columns chain,step,x0,x1,…; see --format).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Layout of --trace: csv, or cmdstan (one CmdStan CSV per chain).
+    #[arg(long, value_enum, default_value_t = TraceFormat::Csv)]
+    pub format: TraceFormat,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -72,7 +87,7 @@ pub struct Args {
     pub device: Option<String>,
 }
 
-/// The session this invocation asks for (`dlp_session`: the same as Python's `dlp.sample`).
+/// The session this invocation asks for (`dlp_session`: the same as Python's `dlp_mcmc.sample`).
 fn request(args: &Args) -> Request {
     let run = &args.run;
     Request {
@@ -142,6 +157,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     };
     let tracing = args.trace.is_some();
+    let started = std::time::Instant::now();
     let ran = session
         .run(target, x0, &options, report, |stage, _, n| (stage.progress(n), tracing.then(|| stage.trace(n))))
         .map_err(CliError::from_run)?;
@@ -156,12 +172,35 @@ pub fn run(args: Args) -> Result<(), CliError> {
         None => format!(" {flags}"),
     };
 
+    let mut written: Vec<PathBuf> = Vec::new();
     if let Some(trace) = &args.trace {
         let traces: Vec<&Trace> = ran.output.observers.iter().filter_map(|(_, t)| t.as_ref()).collect();
-        let bytes = trace_csv(&space, &traces)
-            .map_err(|e| CliError::internal(format!("--trace {}: cannot format: {e}", trace.display())))?;
-        atomic_write(trace, &bytes)
-            .map_err(|e| CliError::Input(format!("--trace {}: cannot write: {}", trace.display(), io_reason(&e))))?;
+        let files = match args.format {
+            TraceFormat::Csv => vec![(trace.clone(), trace_csv(&space, &traces))],
+            TraceFormat::Cmdstan => {
+                let header = CmdstanHeader {
+                    model: model.kind_name(),
+                    sampler,
+                    warmup: ran.warmup_steps.max(args.burn_in.unwrap_or(0)),
+                    thin: args.thin,
+                    seed: args.seed,
+                    seconds: started.elapsed().as_secs_f64(),
+                };
+                cmdstan_csvs(target, &space, &traces, trace, &header).map_err(CliError::from_run)?
+            }
+        };
+        for (path, bytes) in files {
+            let bytes =
+                bytes.map_err(|e| CliError::internal(format!("--trace {}: cannot format: {e}", path.display())))?;
+            if let Err(e) = atomic_write(&path, &bytes) {
+                // No partial output: the files written so far go.
+                for p in &written {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(CliError::Input(format!("--trace {}: cannot write: {}", path.display(), io_reason(&e))));
+            }
+            written.push(path);
+        }
     }
     debug_assert_eq!(ran.output.final_states.len(), args.chains * space.d);
     // Provenance as a `#` comment line (the samples grammar skips it), so that the adapted
@@ -174,8 +213,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .map_err(|e| CliError::internal(format!("--out {}: cannot format: {e}", args.out.display())))?;
     if let Err(e) = atomic_write(&args.out, &bytes) {
         // No partial output: the trace goes too if the final states cannot be written.
-        if let Some(trace) = &args.trace {
-            let _ = std::fs::remove_file(trace);
+        for p in &written {
+            let _ = std::fs::remove_file(p);
         }
         return Err(CliError::Input(format!("--out {}: cannot write: {}", args.out.display(), io_reason(&e))));
     }
@@ -246,4 +285,82 @@ fn adapted_values(step: Option<f64>, min: Option<f64>, ladder: Option<&[f64]>, s
         parts.push(format!("--ladder{sep}{}", l.join(",")));
     }
     parts.join(" ")
+}
+
+/// A trace file to write: its path and its bytes (or why they could not be formatted).
+type TraceFile = (PathBuf, csv::Result<Vec<u8>>);
+
+/// What the configuration comments of a CmdStan CSV say about the run.
+struct CmdstanHeader<'a> {
+    model: &'a str,
+    sampler: &'a str,
+    warmup: usize,
+    thin: usize,
+    seed: u64,
+    /// The whole run's wall time (its chains ran together), as each chain's sampling time.
+    seconds: f64,
+}
+
+/// The trace as one CmdStan CSV per chain (`--format cmdstan`): `<stem>_<chain>.csv` beside
+/// `trace`, each with CmdStan's fixed_param configuration comments, the header
+/// `lp__,accept_stat__,x.1,…,x.d`, one row per kept step (lp__: f of the state, one batched
+/// evaluation of every kept state) and CmdStan's closing timing comments. `num_samples` is
+/// the kept steps × `thin`, so that a reader expecting num_samples / thin draws finds them.
+fn cmdstan_csvs(
+    target: &dyn dlp_core::Target,
+    space: &Space,
+    traces: &[&Trace],
+    trace: &std::path::Path,
+    h: &CmdstanHeader<'_>,
+) -> Result<Vec<TraceFile>, dlp_core::SamplerError> {
+    let stem = trace.file_stem().map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
+    let dir = trace.parent().unwrap_or_else(|| std::path::Path::new(""));
+    let mut files = Vec::new();
+    let mut chain = 0usize;
+    for t in traces {
+        let kept = t.steps().len();
+        let xs: Vec<u32> = (0..kept).flat_map(|k| t.at(k).iter().copied()).collect();
+        let mut lp = vec![0.0; kept * t.chains()];
+        target.evaluate(&xs, dlp_core::Batch::Full, &mut lp, None)?;
+        for j in 0..t.chains() {
+            chain += 1;
+            let comments = format!(
+                "# model = dlp_{model}\n# method = sample (Default)\n#   sample\n#     num_samples = {samples}\n\
+                 #     num_warmup = {warmup}\n#     save_warmup = false\n#     thin = {thin}\n\
+                 #     adapt\n#       engaged = false\n#     algorithm = fixed_param\n# id = {chain}\n\
+                 # random\n#   seed = {seed}\n# output\n#   file = {stem}_{chain}.csv\n\
+                 # dlp sample --sampler {sampler} (lp__: f up to its normalising constant)\n",
+                model = h.model,
+                samples = kept * h.thin.max(1),
+                warmup = h.warmup,
+                thin = h.thin,
+                seed = h.seed,
+                sampler = h.sampler,
+            );
+            let bytes = (|| {
+                let mut w = csv_writer(comments.into_bytes());
+                let names = (1..=space.d).map(|i| format!("x.{i}"));
+                w.write_record(["lp__".to_string(), "accept_stat__".to_string()].into_iter().chain(names))?;
+                let mut buf = String::new();
+                for k in 0..kept {
+                    w.write_field(format!("{:?}", lp[k * t.chains() + j]))?;
+                    w.write_field(format!("{:?}", t.accept_prob_at(k)[j]))?;
+                    write_values(&mut w, space, t.state(k, j), &mut buf)?;
+                    w.write_record(None::<&[u8]>)?;
+                }
+                let mut out = w.into_inner().map_err(|e| e.into_error())?;
+                let t = h.seconds;
+                out.extend_from_slice(
+                    format!(
+                        "# \n#  Elapsed Time: 0 seconds (Warm-up)\n#                {t} seconds (Sampling)\n\
+                         #                {t} seconds (Total)\n# \n"
+                    )
+                    .as_bytes(),
+                );
+                Ok(out)
+            })();
+            files.push((dir.join(format!("{stem}_{chain}.csv")), bytes));
+        }
+    }
+    Ok(files)
 }

@@ -1,11 +1,11 @@
 //! The null distribution of the Stein tests as the front ends run them: a bootstrap on the
 //! statistic's matrix, or the model null (data sets drawn from the model). `dlp gof` and the
-//! Python package's `dlp.gof` both compute their p-values here, so they agree.
+//! Python package's `dlp_mcmc.gof` both compute their p-values here, so they agree.
 
 use dlp_core::Target;
 
 /// The null distribution of `dlp gof --test kdsd|gfksd` and of the Python package's
-/// `dlp.gof.kdsd`/`gfksd`: a bootstrap on the statistic's matrix, or with `model` the model null
+/// `dlp_mcmc.gof.kdsd`/`gfksd`: a bootstrap on the statistic's matrix, or with `model` the model null
 /// (`--bootstrap model`: `reps` data sets of n draws from the model,
 /// [`crate::model_replicates`]). Shared by `dlp gof` and the Python package.
 pub struct GofNull {

@@ -1,4 +1,4 @@
-//! One sampling session for every front end (`dlp sample`, Python's `dlp.sample`, the
+//! One sampling session for every front end (`dlp sample`, Python's `dlp_mcmc.sample`, the
 //! sampler setup of `dlp infill`): the sampler is resolved once against the registry
 //! (`dlp_samplers::registry`), its step size adapted when asked or when it adapts by default
 //! (`dlp_samplers::adapt`), the fixed-α kernel built, the chains run (`dlp_core::run_chains`)
@@ -461,7 +461,7 @@ impl Session {
     }
 }
 
-/// The initial batch of `dlp sample` and Python's `dlp.sample`, `chains × d` indices: every
+/// The initial batch of `dlp sample` and Python's `dlp_mcmc.sample`, `chains × d` indices: every
 /// coordinate uniform over its values from setup stream 0 of `seed` when `random`, else every
 /// coordinate at its first value (−1 for spin, 0 for binary).
 pub fn initial_states(space: &Space, chains: usize, random: bool, seed: u64) -> Vec<u32> {

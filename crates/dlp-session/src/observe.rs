@@ -30,7 +30,9 @@ impl Observer for Progress {
 }
 
 /// The thinned trace of one task: the states after step `burn_in` every `thin` steps, with
-/// steps counted from the chains' start (a warm-up before this run included, `offset`).
+/// steps counted from the chains' start (a warm-up before this run included, `offset`), and
+/// each chain's step record at those steps (accepted, acceptance probability, coordinates
+/// changed: ArviZ's sample_stats, CmdStan's `accept_stat__`).
 pub struct Trace {
     n: usize,
     burn_in: usize,
@@ -38,13 +40,26 @@ pub struct Trace {
     offset: usize,
     steps: Vec<usize>,
     states: Vec<u32>,
+    accepted: Vec<bool>,
+    accept_prob: Vec<f64>,
+    changed: Vec<u32>,
 }
 
 impl Trace {
     /// A trace of a task of `n` chains keeping step s when s > `burn_in` and s − `burn_in` is
     /// a multiple of `thin` (≥ 1), where s = the run's step + `offset`.
     pub fn new(n: usize, burn_in: usize, thin: usize, offset: usize) -> Self {
-        Trace { n, burn_in, thin: thin.max(1), offset, steps: Vec::new(), states: Vec::new() }
+        Trace {
+            n,
+            burn_in,
+            thin: thin.max(1),
+            offset,
+            steps: Vec::new(),
+            states: Vec::new(),
+            accepted: Vec::new(),
+            accept_prob: Vec::new(),
+            changed: Vec::new(),
+        }
     }
 
     /// Chains of the task.
@@ -63,6 +78,21 @@ impl Trace {
         &self.states[k * per..(k + 1) * per]
     }
 
+    /// Whether each of the task's chains accepted its proposal at the `k`-th kept step.
+    pub fn accepted_at(&self, k: usize) -> &[bool] {
+        &self.accepted[k * self.n..(k + 1) * self.n]
+    }
+
+    /// Each chain's acceptance probability at the `k`-th kept step.
+    pub fn accept_prob_at(&self, k: usize) -> &[f64] {
+        &self.accept_prob[k * self.n..(k + 1) * self.n]
+    }
+
+    /// The coordinates each chain's `k`-th kept step changed.
+    pub fn changed_at(&self, k: usize) -> &[u32] {
+        &self.changed[k * self.n..(k + 1) * self.n]
+    }
+
     /// The state of the task's chain `j` at the `k`-th kept step (length d).
     pub fn state(&self, k: usize, j: usize) -> &[u32] {
         let row = self.at(k);
@@ -72,11 +102,14 @@ impl Trace {
 }
 
 impl Observer for Trace {
-    fn observe(&mut self, ctx: &StepContext, states: States<'_>, _: &[StepInfo]) {
+    fn observe(&mut self, ctx: &StepContext, states: States<'_>, info: &[StepInfo]) {
         let step = ctx.step + self.offset;
         if step > self.burn_in && (step - self.burn_in).is_multiple_of(self.thin) {
             self.steps.push(step);
             self.states.extend_from_slice(states.positions());
+            self.accepted.extend(info.iter().map(|s| s.accepted));
+            self.accept_prob.extend(info.iter().map(|s| s.accept_prob));
+            self.changed.extend(info.iter().map(|s| s.n_changed));
         }
     }
 }
