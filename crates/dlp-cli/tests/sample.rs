@@ -370,3 +370,56 @@ fn a_run_without_a_terminal_logs_progress_lines() {
     assert!(!quiet.contains("gibbs ×400: "), "{quiet:?}");
     assert_eq!(samples, same);
 }
+
+/// `--format cmdstan`: one CmdStan CSV per chain (`<stem>_<chain>.csv`, chains from 1) whose
+/// states are the CSV trace's of the same run, lp__ is f of the row's state (the model's own
+/// density, evaluated here), accept_stat__ a probability, with CmdStan's comment blocks.
+#[test]
+fn cmdstan_traces_hold_the_csv_traces_states_with_lp_and_accept_stat() {
+    let case = Case::new();
+    let run = |trace: &str, format: &str| {
+        let t = case.path(trace);
+        let out = case.sample(&[
+            "--chains",
+            "3",
+            "--steps",
+            "40",
+            "--burn-in",
+            "10",
+            "--seed",
+            "5",
+            "--format",
+            format,
+            "--trace",
+            t.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run("t.csv", "csv");
+    run("c.csv", "cmdstan");
+    assert!(!case.path("c.csv").exists(), "the cmdstan layout writes one file per chain only");
+    let csv = read_rows(&case.path("t.csv"));
+    let model = dlp_models::load_model(&case.path("m.json")).unwrap();
+    use dlp_core::TargetExt;
+    for chain in 1..=3usize {
+        let path = case.path(&format!("c_{chain}.csv"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# model = dlp_ising\n") && text.contains("#   seed = 5\n"), "{text}");
+        assert!(text.contains("Elapsed Time"), "{text}");
+        let rows = read_rows(&path);
+        let header: Vec<String> = ["lp__", "accept_stat__"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(rows[0][..2], header[..]);
+        assert_eq!(rows[0][2..], (1..=16).map(|i| format!("x.{i}")).collect::<Vec<_>>()[..]);
+        let mine: Vec<&Vec<String>> = csv[1..].iter().filter(|r| r[0] == (chain - 1).to_string()).collect();
+        assert_eq!(rows.len() - 1, mine.len(), "chain {chain}: kept steps");
+        assert_eq!(mine.len(), 30);
+        for (row, t) in rows[1..].iter().zip(&mine) {
+            assert_eq!(row[2..], t[2..], "chain {chain}: the same states as the CSV trace");
+            let spins: Vec<u32> = row[2..].iter().map(|v| (v == "1") as u32).collect();
+            let lp: f64 = row[0].parse().unwrap();
+            assert_eq!(lp, model.log_density(&spins).unwrap(), "lp__ is f of the state");
+            let a: f64 = row[1].parse().unwrap();
+            assert!((0.0..=1.0).contains(&a), "{a}");
+        }
+    }
+}
