@@ -1,4 +1,4 @@
-//! Exhaustive enumeration of a target's space: log Z, marginals, moments, E_π[h], and the
+//! Exhaustive enumeration of a target's space: log Z, marginals, moments, E_π\[h\], and the
 //! full probability vector for spaces up to [`MAX_PROBS`] states.
 //!
 //! States are visited in [`Space::state_of_index`] order (first coordinate most
@@ -33,7 +33,7 @@ pub const MAX_STATES: u64 = 1 << 34;
 /// A function of a state (index vector) whose expectation under π is wanted.
 pub type StateFn<'a> = dyn Fn(&[u32]) -> f64 + Sync + 'a;
 
-/// What [`enumerate`] computes besides log Z, marginals and E_π[f].
+/// What [`enumerate`] computes besides log Z, marginals and E_π\[f\].
 #[derive(Clone, Debug)]
 pub struct EnumOptions {
     /// Also compute E_π[v_i v_j] for all pairs (d² work per state).
@@ -63,13 +63,13 @@ pub struct Enumeration {
     pub marginals: Vec<f64>,
     /// E_π of each coordinate's user value (−1/+1 for spin, the value list otherwise).
     pub mean_value: Vec<f64>,
-    /// E_π[f].
+    /// E_π\[f\].
     pub mean_log_density: f64,
     /// E_π[v_i v_j] of the user values, d × d row-major, if asked for.
     pub pair_moments: Option<Vec<f64>>,
     /// π(x) for every state in index order, if asked for and the space is small enough.
     pub probs: Option<Vec<f64>>,
-    /// E_π[h_m] for the extra functions passed to [`enumerate_with`], in order.
+    /// E_π\[h_m\] for the extra functions passed to [`enumerate_with`], in order.
     pub expectations: Vec<f64>,
 }
 
@@ -128,12 +128,12 @@ pub fn all_states(space: &Space, limit: u64) -> Result<Vec<u32>, ExactError> {
     Ok(out)
 }
 
-/// log Z, marginals, E_π[value], E_π[f] (and optionally pair moments and π itself).
+/// log Z, marginals, E_π\[value\], E_π\[f\] (and optionally pair moments and π itself).
 pub fn enumerate(target: &dyn Target, options: &EnumOptions) -> Result<Enumeration, ExactError> {
     enumerate_with(target, options, &[])
 }
 
-/// [`enumerate`] plus E_π[h] for each `h` in `fns`.
+/// [`enumerate`] plus E_π\[h\] for each `h` in `fns`.
 pub fn enumerate_with(
     target: &dyn Target,
     options: &EnumOptions,
@@ -392,13 +392,13 @@ pub fn probabilities(target: &dyn Target) -> Result<Vec<f64>, ExactError> {
     })
 }
 
-/// E_π[h] for one function `h`.
+/// E_π\[h\] for one function `h`.
 pub fn expectation(target: &dyn Target, h: &StateFn<'_>) -> Result<f64, ExactError> {
     let e = enumerate_with(target, &EnumOptions { pair_moments: false, keep_probs: false }, &[h])?;
     Ok(e.expectations[0])
 }
 
-/// E_π[h] and Var_π[h] of one statistic (e.g. DISCS's distance to a reference state: the
+/// E_π\[h\] and Var_π\[h\] of one statistic (e.g. DISCS's distance to a reference state: the
 /// ground truth of its chains' means and of the variance in its ESS), in one enumeration.
 pub fn mean_variance(target: &dyn Target, h: &StateFn<'_>) -> Result<(f64, f64), ExactError> {
     let square = |x: &[u32]| h(x).powi(2);

@@ -1,6 +1,6 @@
 //! dlp-exact: exact computations on enumerable spaces, the ground truth of the test suite.
 //!
-//! * [`enumerate`]: log Z, marginals, moments, E_π[h] and π itself by exhaustive, parallel,
+//! * [`enumerate`]: log Z, marginals, moments, E_π\[h\] and π itself by exhaustive, parallel,
 //!   thread-count-independent enumeration (2^25 states of the 5×5 Ising in seconds).
 //! * [`matrix`]: transition matrices from a sampler's `ExactKernel`, stationary laws,
 //!   residuals, exact mixing rates ([`mixing`]: spectral gap, SLEM, relaxation time), DULA's

@@ -9,7 +9,7 @@
 //! put with probability β). This is the log posterior of x given y up to a constant.
 //!
 //! Gradient: DISCS differentiates the same formula on real x (autodiff), so
-//! ∂ℓ/∂x_{lk} = [l = 0] log(α/(1 − α)) + D ([l > 0](1 − 2x_{l−1,k}) + [l < L−1](1 − 2x_{l+1,k}))
+//! ∂ℓ/∂x_{lk} = [l = 0] log(α/(1 − α)) + D (\[l > 0\](1 − 2x_{l−1,k}) + [l < L−1](1 − 2x_{l+1,k}))
 //! plus r_l w_k / σ², with D = log((1 − β)/β) and r_l = y_l − Σ_k x_{lk} w_k − b. ℓ is linear
 //! in each bit except for the squared residual, so flipping x_{lk} (δ = 1 − 2x_{lk}) changes ℓ
 //! by exactly g δ − w_k²/(2σ²): the conditionals use that, O(K) per site.

@@ -36,7 +36,7 @@
 //! Categorical spaces (one-hot gradient G, d × K): the same linearisation gives coordinate i
 //! its own K-state chain with rates a → b of √(e^{G_{i,b} − G_{i,a}}) = e^{(G_{i,b} − G_{i,a})/2}
 //! (the gradient frozen at x), Q_i = rates with −(row sums) on the diagonal; the coordinate moves
-//! from c = x_i to v with probability exp(hQ_i)[c]\[v\]. Here exp(hQ_i) is computed exactly
+//! from c = x_i to v with probability exp(hQ_i)\[c\]\[v\]. Here exp(hQ_i) is computed exactly
 //! (scaling and squaring with a 20-term Taylor series, [`expm`]), K×K per coordinate. This
 //! departs from the official code, whose `CategoricalDLMC` uses the per-state interpolation
 //! ν_v(1 − exp(−τ w_v/ν_v)) (ν = softmax of the first-order differences) and renormalises;
@@ -100,7 +100,7 @@ pub fn expm(a: &[f64], k: usize) -> Vec<f64> {
 }
 
 /// The law of the next value of one categorical coordinate at value `c`, from its gradient row
-/// `g` (length K) and time `h`: `out\[v\]` = log exp(hQ)[c][v] with Q's off-diagonal rates
+/// `g` (length K) and time `h`: `out[v]` = log exp(hQ)\[c\]\[v\] with Q's off-diagonal rates
 /// e^{(g_b − g_a)/2} (module docs); entries that rounding left ≤ 0 get −∞.
 pub fn categorical_log_law(h: f64, g: &[f64], c: usize, out: &mut [f64]) {
     let k = g.len();
