@@ -246,8 +246,9 @@ class Sample:
     of steps accepted), ``accept_prob`` (per chain, mean acceptance probability), ``changed``
     (per chain, mean coordinates changed per step), ``sampler`` (its name), ``step_size`` and
     ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run by the adaptation
-    before the recorded steps), ``ladder`` (parallel tempering's inverse temperatures, as used,
-    adapted or given; None for other samplers). With the trace, each kept step's records per chain (kept steps
+    before the recorded steps), ``ladder`` (parallel tempering's inverse temperatures, as given or
+    adapted; None for other samplers, and when the default 1, ½, ¼, … ran unadapted: a
+    one-window warm-up spends its window on the inner step size). With the trace, each kept step's records per chain (kept steps
     × chains): ``step_accepted``, ``step_accept_prob``, ``step_changed``.
     :meth:`to_arviz` gives ArviZ's DataTree.
     """

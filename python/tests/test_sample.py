@@ -110,7 +110,8 @@ def test_every_registered_sampler_is_available_by_name(examples):
     rbm = dlp_mcmc.Model.from_file(examples / "rbm-small.json")
     logistic = dlp_mcmc.Model.from_file(examples / "logistic-spin.json")
     for name in names:
-        concrete = re.sub(r"<[^>]+>", "2", name)
+        # A wrapper (`pt-<K>:<sampler>`) around gwg; every integer part 2.
+        concrete = re.sub(r"<[^>]+>", "2", name.replace("<sampler>", "gwg"))
         options = dlp_mcmc.sampler_options(concrete)
         kwargs = {"chains": 2, "steps": 3, "seed": 0}
         model = logistic if name.startswith("sg-") else ising
@@ -159,3 +160,20 @@ def test_categorical_callback_with_one_hot_gradient_matches_the_builtin_model():
         a = dlp_mcmc.sample(builtin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
         b = dlp_mcmc.sample(twin, sampler, step_size=step, chains=8, steps=200, seed=4, trace=True)
         np.testing.assert_array_equal(a.trace, b.trace, err_msg=sampler)
+
+
+def test_parallel_tempering_takes_a_ladder_and_reports_the_one_used():
+    ising = dlp_mcmc.Model.ising(J=J3, b=B3)
+    run = dlp_mcmc.sample(ising, "pt-3:gwg", chains=4, steps=50, seed=1, progress=False, ladder=[1.0, 0.5, 0.2])
+    assert run.ladder == [1.0, 0.5, 0.2] and run.sampler == "pt-3:gwg"
+    assert run.final.shape == (4, 3) and set(np.unique(run.final)) <= {-1, 1}
+    # No ladder and an adapting inner sampler: the warm-up adapts α and the ladder, whose ends
+    # stay at 1 and the default hottest ½.
+    # Two warm-up windows of 100 steps: one for α, one for the ladder.
+    adapted = dlp_mcmc.sample(ising, "pt-2:dmala", chains=4, steps=400, seed=1, progress=False, step_size="auto")
+    assert len(adapted.ladder) == 2 and adapted.ladder[0] == 1.0 and adapted.ladder[1] == pytest.approx(0.5)
+    assert adapted.step_size > 0 and adapted.warmup_steps == 200
+    with pytest.raises(ValueError, match="decrease strictly"):
+        dlp_mcmc.sample(ising, "pt-2:gwg", chains=2, steps=5, seed=0, progress=False, ladder=[1.0, 1.5])
+    with pytest.raises(ValueError, match="does not apply to gwg"):
+        dlp_mcmc.sample(ising, "gwg", chains=2, steps=5, seed=0, progress=False, ladder=[1.0, 0.5])

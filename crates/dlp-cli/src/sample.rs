@@ -147,6 +147,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 let l: Vec<String> = l.iter().map(|b| format!("{b:.4}")).collect();
                 what.push(format!("ladder adapted to {}", l.join(",")));
             }
+            if what.is_empty() {
+                what.push("nothing adapted (its parameters are given)".into());
+            }
             eprintln!(
                 "{sampler}: {} over {} warm-up steps (mean acceptance {:.3} in the last window, target {})",
                 what.join(" and "),

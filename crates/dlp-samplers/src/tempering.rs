@@ -209,7 +209,8 @@ impl Tempering {
 
     /// The row's warm-up tuner: the inner step size when the inner sampler adapts one and the
     /// request gives none (first half of the warm-up, by the inner sampler's own rule toward
-    /// its own target acceptance), then the ladder toward equal swap rates (the module doc).
+    /// its own target acceptance), then the ladder toward equal swap rates (the module doc)
+    /// unless the request gives one (then those windows only warm the chains up).
     /// All replicas start at `x0`; the chains run in one batch, so the result does not depend
     /// on `run.threads`.
     pub fn adapt(
@@ -223,25 +224,32 @@ impl Tempering {
         let (k, inner) = (name.numbers[0], name.inner.clone().unwrap_or_default());
         let inner_adapts = find(&inner).is_some_and(|(s, _)| s.adapts_step_size());
         let mut params = params.clone();
-        let mut warmup = opts.warmup;
         let mut x = x0.to_vec();
+        // Whole windows, as every adaptation counts them: the inner step size gets half (at
+        // least one), the ladder the rest (none with a one-window warm-up: the default ladder).
+        let total_windows = (opts.warmup / opts.window).max(1);
         let mut step_windows = 0;
+        let mut last_accept = f64::NAN;
         if inner_adapts && params.step_size.is_none() {
-            let half =
-                AdaptOptions { warmup: opts.warmup / 2, target_accept: default_target_accept(&inner), ..opts.clone() };
+            let half = AdaptOptions {
+                warmup: (total_windows / 2).max(1) * opts.window,
+                target_accept: default_target_accept(&inner),
+                ..opts.clone()
+            };
             let a = adapt_step_size(&inner, &params, target, &x, &half, run)?;
             params.step_size = a.step_size;
             params.step_size_min = a.step_size_min.or(params.step_size_min);
             x = a.positions;
             step_windows = a.windows;
-            warmup -= (opts.warmup / 2).min(a.windows * opts.window);
+            last_accept = a.last_accept;
         }
+        // A given ladder stays as given: its windows only warm the chains up.
+        let adapt_ladder = params.ladder.is_none();
         let mut ladder = params.ladder.clone().unwrap_or_else(|| default_ladder(k));
         let total = -ladder[k - 1].ln();
         let mut gaps: Vec<f64> = ladder.windows(2).map(|w| w[0].ln() - w[1].ln()).collect();
-        let windows = (warmup / opts.window).max(1);
+        let windows = total_windows - step_windows;
         let mut xs = vec![x.clone(); k];
-        let mut last_accept = f64::NAN;
         for w in 0..windows {
             let pt = Tempering::new(&inner, &params, ladder.clone())?;
             let mut chains = pt.start_replicas(target, &xs)?;
@@ -254,6 +262,10 @@ impl Tempering {
                 accept += info.iter().map(|i| i.accept_prob).sum::<f64>();
             }
             last_accept = accept / (n * opts.window) as f64;
+            xs = chains.replica_positions();
+            if !adapt_ladder {
+                continue;
+            }
             let rates = chains.swap_rates();
             let mean = rates.iter().sum::<f64>() / rates.len() as f64;
             let gain = 1.0 / ((w + 1) as f64).sqrt();
@@ -269,12 +281,11 @@ impl Tempering {
                 }))
                 .collect();
             ladder[k - 1] = (-total).exp();
-            xs = chains.replica_positions();
         }
         Ok(Adapted {
             step_size: params.step_size,
             step_size_min: params.step_size_min,
-            ladder: Some(ladder),
+            ladder: (adapt_ladder && windows > 0).then_some(ladder),
             positions: xs.swap_remove(0),
             last_accept,
             windows: step_windows + windows,
@@ -579,6 +590,10 @@ mod tests {
         assert!((ladder[3] - 0.125).abs() < 1e-12, "{ladder:?}");
         assert!(ladder.windows(2).all(|w| w[1] < w[0]), "{ladder:?}");
         assert_eq!(a.step_size, Some(1.0), "a given inner step size is kept");
+        let given = SamplerParams { ladder: Some(vec![1.0, 0.7, 0.3, 0.125]), ..params.clone() };
+        let g = Tempering::adapt(&name, &given, &q, &x0, &opts, &run(1)).unwrap();
+        assert_eq!(g.ladder, None, "a given ladder is not adapted (the session keeps it)");
+        assert_eq!(g.windows, 20);
         // Swap rates measured on fresh runs of the default and the adapted ladder.
         let spread = |ladder: Vec<f64>| {
             let pt = Tempering::new("rwm", &params, ladder).unwrap();
