@@ -418,16 +418,27 @@ impl<'t, P: MoveProposal, E: Evaluator> MhChains<'t, P, E> {
         }
         self.eval.evaluate(rows.len(), Batch::Full)?;
         for (r, &j) in rows.iter().enumerate() {
-            let (y, f_y, g_y) = self.eval.row(r);
-            self.x[j * d..(j + 1) * d].copy_from_slice(y);
-            self.f[j] = f_y;
-            self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
-            let cache = &mut self.caches[j];
-            self.proposal.prepare(self.space, y, g_y, cache);
-            self.proposal.adopt(cache);
-            self.eval.accept(j, r);
+            self.take_row(j, r, false);
         }
         Ok(())
+    }
+
+    /// Chain `j` moves to row `r` of the last evaluation: its state, f, ∇f and cache (the
+    /// scratch cache already prepared for that row when `prepared`, else prepared here).
+    fn take_row(&mut self, j: usize, r: usize, prepared: bool) {
+        let (d, gl) = (self.space.d, self.gl);
+        let (y, f_y, g_y) = self.eval.row(r);
+        self.x[j * d..(j + 1) * d].copy_from_slice(y);
+        self.f[j] = f_y;
+        self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
+        let cache = &mut self.caches[j];
+        if prepared {
+            std::mem::swap(cache, &mut self.y_cache);
+        } else {
+            self.proposal.prepare(self.space, y, g_y, cache);
+        }
+        self.proposal.adopt(cache);
+        self.eval.accept(j, r);
     }
 
     /// One step with the exact gradients ([`Caching::Keep`]).
@@ -468,17 +479,7 @@ impl<'t, P: MoveProposal, E: Evaluator> MhChains<'t, P, E> {
                 (true, 1.0)
             };
             if accepted {
-                x.copy_from_slice(y);
-                self.f[j] = f_y;
-                self.grad[j * gl..(j + 1) * gl].copy_from_slice(g_y);
-                let cache = &mut self.caches[j];
-                if self.mh {
-                    std::mem::swap(cache, &mut self.y_cache);
-                } else {
-                    self.proposal.prepare(space, x, g_y, cache);
-                }
-                self.proposal.adopt(cache);
-                self.eval.accept(j, r);
+                self.take_row(j, r, self.mh);
             }
             info[j] = StepInfo { density_evals, grad_evals, ..StepInfo::evaluated(accepted, p, k) };
             r += 1;

@@ -394,31 +394,37 @@ impl Chains for TemperingChains<'_> {
             Ok(())
         })?;
         let f = self.energies()?;
-        let mut states: Vec<Vec<u32>> = self.replica_positions();
+        // Per chain, which replica's state each rung holds after the exchanges (a permutation
+        // of 0..K); only the rungs whose state changed are copied and moved.
         let mut moved: Vec<Vec<usize>> = vec![Vec::new(); kk];
+        let mut xs: Vec<Vec<u32>> = vec![Vec::new(); kk];
+        let (mut fj, mut from) = (vec![0.0; kk], vec![0usize; kk]);
+        let uses_gradients = self.info.iter().flatten().any(|i| i.grad_evals > 0);
+        let reps = self.replicas.borrow_dependent();
         for j in 0..n {
             let first = if rngs[j].random::<f64>() < 0.5 { 0 } else { 1 };
-            let mut fj: Vec<f64> = f.iter().map(|fk| fk[j]).collect();
+            for k in 0..kk {
+                (fj[k], from[k]) = (f[k][j], k);
+            }
             for k in (first..kk - 1).step_by(2) {
                 let log_ratio = (self.ladder[k] - self.ladder[k + 1]) * (fj[k + 1] - fj[k]);
                 let (accepted, p) = mh_accept(log_ratio, &mut rngs[j]);
                 self.swaps[k].0 += p;
                 self.swaps[k].1 += 1;
                 if accepted {
-                    let (lo, hi) = states.split_at_mut(k + 1);
-                    lo[k][j * d..(j + 1) * d].swap_with_slice(&mut hi[0][j * d..(j + 1) * d]);
                     fj.swap(k, k + 1);
-                    moved[k].push(j);
-                    moved[k + 1].push(j);
+                    from.swap(k, k + 1);
                 }
             }
+            for k in (0..kk).filter(|&k| from[k] != k) {
+                moved[k].push(j);
+                xs[k].extend_from_slice(&reps[from[k]].positions()[j * d..(j + 1) * d]);
+            }
         }
-        let uses_gradients = self.info.iter().flatten().any(|i| i.grad_evals > 0);
         self.replicas.with_dependent_mut(|_, reps| -> Result<(), EvalError> {
             for (k, chains) in reps.iter_mut().enumerate() {
-                moved[k].sort_unstable();
-                let xs: Vec<u32> = moved[k].iter().flat_map(|&j| states[k][j * d..(j + 1) * d].to_vec()).collect();
-                chains.set_states(&moved[k], &xs).unwrap_or(Ok(()))?;
+                // `start_replicas` refused chains that cannot be moved.
+                chains.set_states(&moved[k], &xs[k]).unwrap_or(Ok(()))?;
             }
             Ok(())
         })?;
