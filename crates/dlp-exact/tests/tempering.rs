@@ -128,7 +128,7 @@ fn product_kernels_match_the_independent_construction_and_have_the_product_law()
                     let n = states.len();
                     let mut p = DMatrix::<f64>::zeros(n, n);
                     for (a, z) in states.iter().enumerate() {
-                        for (y, w) in pt.product_row(t, z, 0) {
+                        for (y, w) in pt.product_row(t, z, 0).unwrap() {
                             p[(a, pos[y.as_slice()])] += w;
                         }
                     }

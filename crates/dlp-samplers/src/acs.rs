@@ -178,7 +178,7 @@ impl ExactKernel for Acs {
     }
 
     /// Phase k's DLP kernel with (α_k, β_k): the very rows `DlpSampler` computes.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         self.phase_sampler(phase).transition_row(target, x, 0)
     }
 }

@@ -37,7 +37,7 @@ use crate::mh::{Caching, MhChains, start_error};
 use crate::pas::{Pas, PasProposal};
 use crate::spec::ergodic_everywhere;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec};
-use dlp_core::{Chains, Deltas, ExactKernel, Sampler, SamplerError, Target, TargetExt, Transition};
+use dlp_core::{Chains, Deltas, EvalError, ExactKernel, Sampler, SamplerError, Target, TargetExt, Transition};
 
 /// The adaptive locally balanced sampler at a fixed mean path length.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,7 +108,7 @@ impl Sampler for Alb {
 impl ExactKernel for Alb {
     /// `pas`'s row (every ordered path of both lengths, with the functions the step uses),
     /// the weights from the exact flip differences.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let deltas = Deltas::of(target);
         let local = |y: &[u32], out: &mut [f64]| {
             deltas.flip_deltas(y, out)?;

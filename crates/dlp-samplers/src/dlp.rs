@@ -27,13 +27,12 @@
 //! [`crate::sgdlp`] for stochastic-gradient DULA).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
 use crate::mh::{Caching, MhChains, Proposal, exact_row};
 use crate::spec::{
     NO_TESTS, PLAIN, PRECONDITIONER, STEP_SIZE, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 pub use proposal::{DlpProposal, MAX_EXACT_STATES, log_accept_ratio};
 
 /// DULA or DMALA, with or without a diagonal preconditioner (`dula`, `dmala`, `pdula`,
@@ -137,8 +136,8 @@ impl Sampler for DlpSampler {
 impl ExactKernel for DlpSampler {
     /// DULA: every y with probability q(y|x) (product over coordinates). DMALA: y ≠ x with
     /// q(y|x)·min(1, e^A), and x with the rest, q(x|x) + Σ_{y≠x} q(y|x)(1 − min(1, e^A)).
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        exact_row(&self.proposal, self.mh, target.space(), x, |y, g| exact_eval(target.log_density_grad(y, g)))
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
+        exact_row(&self.proposal, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
     }
 }
 

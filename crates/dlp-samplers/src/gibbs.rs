@@ -17,7 +17,6 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
-use crate::mh::exact_eval;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -67,15 +66,22 @@ pub fn site_log_weights(target: &dyn Target, x: &[u32], i: usize, out: &mut [f64
 }
 
 /// Adds `p` times the full-conditional law of site `i` at `x` to `row` (keyed by next state).
-pub fn add_site_law(target: &dyn Target, x: &[u32], i: usize, p: f64, row: &mut BTreeMap<Vec<u32>, f64>) {
+pub fn add_site_law(
+    target: &dyn Target,
+    x: &[u32],
+    i: usize,
+    p: f64,
+    row: &mut BTreeMap<Vec<u32>, f64>,
+) -> Result<(), EvalError> {
     let mut w = vec![0.0; target.space().k()];
-    exact_eval(site_log_weights(target, x, i, &mut w));
+    site_log_weights(target, x, i, &mut w)?;
     softmax_in_place(&mut w);
     for (v, &q) in w.iter().enumerate() {
         let mut y = x.to_vec();
         y[i] = v as u32;
         *row.entry(y).or_insert(0.0) += p * q;
     }
+    Ok(())
 }
 
 /// Turns an accumulated row into the [`ExactKernel`] form (positive entries only).
@@ -131,14 +137,18 @@ impl ExactKernel for Gibbs {
         }
     }
 
-    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let mut row = BTreeMap::new();
         match self.scan {
-            Scan::Random => (0..d).for_each(|i| add_site_law(target, x, i, 1.0 / d as f64, &mut row)),
-            Scan::Systematic => add_site_law(target, x, phase % d, 1.0, &mut row),
+            Scan::Random => {
+                for i in 0..d {
+                    add_site_law(target, x, i, 1.0 / d as f64, &mut row)?;
+                }
+            }
+            Scan::Systematic => add_site_law(target, x, phase % d, 1.0, &mut row)?,
         }
-        finish_row(row)
+        Ok(finish_row(row))
     }
 }
 
@@ -274,7 +284,7 @@ pub(crate) mod testkit {
         let n = ss.len();
         let mut p = vec![vec![0.0; n]; n];
         for (a, x) in ss.iter().enumerate() {
-            let row = k.transition_row(t, x, phase);
+            let row = k.transition_row(t, x, phase).unwrap();
             let mut sum = 0.0;
             for (y, q) in row {
                 let b = t.space().index_of_state(&y) as usize;
@@ -343,7 +353,7 @@ pub(crate) mod testkit {
         for y in chains.positions().chunks(d) {
             *counts.entry(y.to_vec()).or_insert(0) += 1;
         }
-        let row = sampler.exact().unwrap().transition_row(t, x, 0);
+        let row = sampler.exact().unwrap().transition_row(t, x, 0).unwrap();
         for (y, p) in &row {
             let c = counts.remove(y).unwrap_or(0);
             let se = (p * (1.0 - p) / n as f64).sqrt();
@@ -448,13 +458,13 @@ mod tests {
         // Hand computation on §4.3: at (0,0,0) f = 0, flipping bit 0 gives f = 0.3, so the
         // sweep's phase 0 moves to (1,0,0) with probability σ(0.3).
         let q = Quadratic::spec_tiny();
-        let row = Gibbs { scan: Scan::Systematic }.transition_row(&q, &[0, 0, 0], 0);
+        let row = Gibbs { scan: Scan::Systematic }.transition_row(&q, &[0, 0, 0], 0).unwrap();
         let p = row.iter().find(|(y, _)| y == &[1, 0, 0]).unwrap().1;
         assert!((p - 1.0 / (1.0 + (-0.3f64).exp())).abs() < 1e-15);
         // Random scan from (1,1,1): stays w.p. (1/3)Σ_i σ(−Δ_i), Δ = f(x^{(i)}) − 1.25.
         let deltas = [0.55 - 1.25, 1.2 - 1.25f64, -0.65 - 1.25];
         let stay: f64 = deltas.iter().map(|dl| 1.0 / (1.0 + dl.exp())).sum::<f64>() / 3.0;
-        let row = Gibbs { scan: Scan::Random }.transition_row(&q, &[1, 1, 1], 0);
+        let row = Gibbs { scan: Scan::Random }.transition_row(&q, &[1, 1, 1], 0).unwrap();
         assert!((row.iter().find(|(y, _)| y == &[1, 1, 1]).unwrap().1 - stay).abs() < 1e-15);
     }
 

@@ -143,6 +143,10 @@ pub struct TestSpec {
     /// Minibatch size of those runs, for families that take one. (A required preconditioner
     /// is supplied by the suite, since it depends on the model's d.)
     pub batch_size: Option<usize>,
+    /// The scan order is a random permutation consumed across steps (bg, hb): the chain of
+    /// states alone is not Markov, so its multi-step law is not a product of the one-step
+    /// matrices and the exact suite checks such a family by its averaged kernel only.
+    pub schedule_memory: bool,
 }
 
 /// The algorithm of a family's device-resident chains (`dlp_device::device_samplers` runs it
@@ -320,4 +324,4 @@ impl SamplerSpec {
 pub const PLAIN: &[usize] = &[0];
 
 /// A family with no test runs yet; rows spell out their own (the coverage test demands some).
-pub const NO_TESTS: TestSpec = TestSpec { names: &[], step_size: None, batch_size: None };
+pub const NO_TESTS: TestSpec = TestSpec { names: &[], step_size: None, batch_size: None, schedule_memory: false };

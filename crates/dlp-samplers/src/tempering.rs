@@ -48,7 +48,6 @@
 use crate::adapt::{adapt_step_size, default_target_accept};
 use crate::ais::Tempered;
 use crate::dual_averaging::{ADAPT, AdaptOptions, Adapted};
-use crate::mh::exact_eval;
 use crate::proposal::{accept_prob, mh_accept};
 use crate::registry::{build_sampler, find};
 use crate::spec::{LADDER, NO_DEFAULTS, NO_TESTS, STEP_SIZE_OPTIONAL, SamplerName, SamplerParams, SamplerSpec};
@@ -164,12 +163,12 @@ impl Tempering {
     /// The exact law of one step from the product state `xs` (K × d: replica k's state at
     /// k·d..(k+1)·d), phase `phase` of the inner sampler: the product of the inner kernels'
     /// rows on the tempered targets, then the exchange step, by the functions `step` uses.
-    pub fn product_row(&self, target: &dyn Target, xs: &[u32], phase: usize) -> Vec<Transition> {
+    pub fn product_row(&self, target: &dyn Target, xs: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let exact = self.inner.exact().expect("every registry sampler that can be wrapped has exact rows");
         let mut law: Vec<Transition> = vec![(Vec::new(), 1.0)];
         for (k, t) in self.targets(target).iter().enumerate() {
-            let row = exact.transition_row(t, &xs[k * d..(k + 1) * d], phase);
+            let row = exact.transition_row(t, &xs[k * d..(k + 1) * d], phase)?;
             law = law
                 .iter()
                 .flat_map(|(z, p)| row.iter().map(move |(y, q)| ([z.as_slice(), y].concat(), p * q)))
@@ -177,7 +176,7 @@ impl Tempering {
         }
         let mut out: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
         for (z, p) in law {
-            let f: Vec<f64> = z.chunks(d).map(|x| exact_eval(target.log_density(x))).collect();
+            let f = z.chunks(d).map(|x| target.log_density(x)).collect::<Result<Vec<f64>, _>>()?;
             for first in [0, 1] {
                 // The pairs of this set, each exchanged or not: 2^pairs outcomes.
                 let pairs: Vec<usize> = (first..self.ladder.len() - 1).step_by(2).collect();
@@ -199,7 +198,7 @@ impl Tempering {
                 }
             }
         }
-        out.into_iter().collect()
+        Ok(out.into_iter().collect())
     }
 
     /// log of the exchange ratio of replicas k and k+1 with f (at β = 1) of every replica.
@@ -520,7 +519,7 @@ mod tests {
             let z: Vec<u32> = (0..k).flat_map(|r| reps[r][j * d..(j + 1) * d].to_vec()).collect();
             *counts.entry(z).or_insert(0) += 1;
         }
-        let row = pt.product_row(t, xs, 0);
+        let row = pt.product_row(t, xs, 0).unwrap();
         assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
         for (z, p) in &row {
             let emp = counts.remove(z).unwrap_or(0) as f64 / n as f64;
