@@ -3,18 +3,19 @@
 //! random reference state ([`dlp_core::stats::DiscsEss`]) per energy evaluation and per second.
 //!
 //! One cell = one (task, sampler): uniform random initial states and reference state (DISCS's
-//! `get_init_samples`), a burn-in of ⌊L·r⌋ steps — spent adapting the step size, frozen
-//! afterwards, for samplers that adapt (DISCS keeps adapting through the kept steps; we keep
-//! the kept kernel fixed so that it is the exact suite's kernel) — then the kept steps, whose
-//! statistic, evaluations and sampler time are recorded.
+//! `get_init_samples`), a burn-in of ⌊L·r⌋ steps — its whole adaptation windows spent adapting
+//! the step size, frozen afterwards, for samplers that adapt (DISCS keeps adapting through the
+//! kept steps; we keep the kept kernel fixed so that it is the exact suite's kernel) — then the
+//! kept steps, whose statistic, evaluations and sampler time are recorded.
 
 use anyhow::Result;
 use dlp_core::stats::{DiscsEss, discs_distance};
-use dlp_core::{Observer, RunOptions, Sampler, Space, States, StepContext, StepInfo, Target, run_chains, setup_rng};
+use dlp_core::{Observer, RunOptions, Space, States, StepContext, StepInfo, Target, run_chains, setup_rng};
 use dlp_exact::mean_variance;
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
+use dlp_samplers::SamplerSpec;
+use dlp_samplers::adapt::default_target_accept;
 use dlp_samplers::registry::{Param, REGISTRY, find};
-use dlp_samplers::{SamplerParams, SamplerSpec, build_sampler};
+use dlp_session::{Request, Session, Spelling, StepSize};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
@@ -111,6 +112,10 @@ impl Observer for StatObserver<'_> {
 }
 
 /// Runs one cell: sampler `name` on `target` with `chains` chains for `burn` + `kept` steps.
+/// The sampler is resolved, warmed up and built by the session every front end uses
+/// ([`dlp_session::Session`]): samplers that adapt spend the burn-in's whole adaptation windows
+/// adapting (then the rest of the burn-in with the frozen kernel); the others take the row's
+/// test step size, if any. Only the kept steps are timed and recorded.
 pub fn run_cell(
     target: &dyn Target,
     name: &str,
@@ -120,38 +125,37 @@ pub fn run_cell(
     threads: usize,
 ) -> Result<Cell> {
     let space = target.space();
-    let (mut x0, reference) = initial_and_reference(space, chains, seed);
+    let (x0, reference) = initial_and_reference(space, chains, seed);
     let opts = RunOptions { seed, threads, chains_per_task: 0 };
     let adapts = spec.adapts_step_size() || spec.adapt.is_some();
-    let (params, source) = if adapts && burn > 0 {
-        let a = AdaptOptions {
-            warmup: burn,
-            target_accept: default_target_accept(name),
-            window: (burn / 10).max(1),
-            ..Default::default()
-        };
-        let adapted = adapt_step_size(name, &SamplerParams::default(), target, &x0, &a, &opts)?;
-        x0 = adapted.positions.clone();
-        let p = SamplerParams {
-            step_size: adapted.step_size,
-            step_size_min: adapted.step_size_min,
-            ladder: adapted.ladder.clone(),
-            ..Default::default()
-        };
-        (p, format!("adapted in burn-in toward acceptance {}", default_target_accept(name)))
-    } else if spec.takes(Param::StepSize) {
-        (
-            SamplerParams { step_size: spec.tests.step_size, ..Default::default() },
-            "the row's test value (not tuned)".into(),
-        )
+    let (step_size, source) = if adapts && burn > 0 {
+        (StepSize::Auto, format!("adapted in burn-in toward acceptance {}", default_target_accept(name)))
+    } else if let (true, Some(a)) = (spec.takes(Param::StepSize), spec.tests.step_size) {
+        (StepSize::Fixed(a), "the row's test value (not tuned)".into())
     } else {
-        (SamplerParams::default(), "none".into())
+        (StepSize::Without, "none".into())
     };
-    let sampler: Box<dyn Sampler> = build_sampler(name, &params)?;
-    if !adapts && burn > 0 {
-        x0 = run_chains(sampler.as_ref(), target, &x0, burn, &opts, |_, _| ())?.final_states;
-    }
-    let out = run_chains(sampler.as_ref(), target, &x0, kept, &opts, |_, n| StatObserver {
+    let request = Request {
+        sampler: name.to_string(),
+        step_size,
+        step_size_min: None,
+        preconditioner: None,
+        batch_size: None,
+        ladder: None,
+        chains,
+        steps: burn + kept,
+        burn_in: Some(burn),
+        thin: 1,
+        target_accept: None,
+        progress: false,
+    };
+    request.check(Spelling::Flags)?;
+    let session = Session::resolve(request, Spelling::Flags, target)?;
+    let warmed = session.warm_up(target, x0, &opts)?;
+    let sampler = session.build(&warmed)?;
+    let rest = burn - warmed.warmup_steps;
+    let x = run_chains(sampler.as_ref(), target, &warmed.positions, rest, &opts, |_, _| ())?.final_states;
+    let out = run_chains(sampler.as_ref(), target, &x, kept, &opts, |_, n| StatObserver {
         reference: &reference,
         d: space.d,
         series: vec![Vec::with_capacity(kept); n],
@@ -170,7 +174,7 @@ pub fn run_cell(
         evals_per_chain: evals / chains as f64,
         seconds: out.task_step_seconds.iter().sum(),
         accept: accept / n,
-        step_size: params.step_size,
+        step_size: warmed.step_size,
         step_size_source: source,
         stat_mean: series.iter().sum::<f64>() / n,
     })
