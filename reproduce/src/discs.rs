@@ -3,7 +3,7 @@
 //! random reference state ([`dlp_core::stats::DiscsEss`]) per energy evaluation and per second.
 //!
 //! One cell = one (task, sampler): uniform random initial states and reference state (DISCS's
-//! `get_init_samples`), a burn-in of ⌊L·r⌋ steps — its whole adaptation windows spent adapting
+//! `get_init_samples`), a burn-in of ⌊L·r⌋ steps — its ten adaptation windows spent adapting
 //! the step size, frozen afterwards, for samplers that adapt (DISCS keeps adapting through the
 //! kept steps; we keep the kept kernel fixed so that it is the exact suite's kernel) — then the
 //! kept steps, whose statistic, evaluations and sampler time are recorded.
@@ -113,9 +113,9 @@ impl Observer for StatObserver<'_> {
 
 /// Runs one cell: sampler `name` on `target` with `chains` chains for `burn` + `kept` steps.
 /// The sampler is resolved, warmed up and built by the session every front end uses
-/// ([`dlp_session::Session`]): samplers that adapt spend the burn-in's whole adaptation windows
-/// adapting (then the rest of the burn-in with the frozen kernel); the others take the row's
-/// test step size, if any. Only the kept steps are timed and recorded.
+/// ([`dlp_session::Session`]): samplers that adapt spend the burn-in's ten whole adaptation
+/// windows adapting (then what is left of the burn-in with the frozen kernel); the others take
+/// the row's test step size, if any. Only the kept steps are timed and recorded.
 pub fn run_cell(
     target: &dyn Target,
     name: &str,
@@ -150,7 +150,8 @@ pub fn run_cell(
         progress: false,
     };
     request.check(Spelling::Flags)?;
-    let session = Session::resolve(request, Spelling::Flags, target)?;
+    // Ten adaptation windows over the burn-in (the session's default is 100-step windows).
+    let session = Session::resolve(request, Spelling::Flags, target)?.with_window((burn / 10).max(1));
     let warmed = session.warm_up(target, x0, &opts)?;
     let sampler = session.build(&warmed)?;
     let rest = burn - warmed.warmup_steps;

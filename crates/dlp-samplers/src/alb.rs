@@ -35,6 +35,7 @@ use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::locally_balanced::FlipEval;
 use crate::mh::{Caching, MhChains, start_error};
 use crate::pas::{Pas, PasProposal};
+use crate::spec::Build;
 use crate::spec::ergodic_everywhere;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec};
 use dlp_core::{Chains, Deltas, EvalError, ExactKernel, Sampler, SamplerError, Target, TargetExt, Transition};
@@ -126,7 +127,7 @@ pub const ALB: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Alb::build,
+    build: Build::Plain(Alb::build),
     doc: "adaptive locally balanced proposal: ⌊r⌋ or ⌊r⌋ + 1 distinct sites (both with probability \
           ≥ 5%) drawn without replacement from the exact √-balanced flip weights, MH on the path; \
           r = `--step-size`, adapted toward acceptance 0.574 in `dlp sample`'s warm-up, then fixed; \
@@ -135,7 +136,6 @@ pub const ALB: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

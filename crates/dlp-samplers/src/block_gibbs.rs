@@ -29,6 +29,7 @@
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
 use crate::proposal::sample_logits;
+use crate::spec::Build;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -411,13 +412,12 @@ pub const BG: SamplerSpec = SamplerSpec {
     counts: &[1],
     numbers: &["k"],
     params: &[],
-    build: BlockGibbs::build,
+    build: Build::Plain(BlockGibbs::build),
     doc: "Gibbs on random blocks of k coordinates (`bg-1` = the paper's Gibbs-1)",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -431,13 +431,12 @@ pub const BLOCK_GIBBS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: RbmBlockGibbs::build,
+    build: Build::Plain(RbmBlockGibbs::build),
     doc: "RBM alternating hidden/visible block Gibbs",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

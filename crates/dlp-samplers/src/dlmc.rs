@@ -48,6 +48,7 @@
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::mh::{Caching, MhChains, Proposal, exact_row};
 use crate::proposal::inverse_cdf;
+use crate::spec::Build;
 use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::TargetExt;
 use dlp_core::{ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
@@ -292,14 +293,13 @@ pub const DLMC: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Dlmc::build,
+    build: Build::Plain(Dlmc::build),
     doc: "discrete Langevin Monte Carlo: per-coordinate jump process (√ locally balanced \
           rates of the linearised f) run for time h, Metropolis-adjusted; binary/spin/categorical",
     paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -313,13 +313,12 @@ pub const DLMCF: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Dlmc::build,
+    build: Build::Plain(Dlmc::build),
     doc: "DLMC without the MH correction (unadjusted); binary/spin/categorical",
     paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -17,6 +17,7 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
+use crate::spec::Build;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -395,13 +396,12 @@ pub const GIBBS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: Gibbs::build_random,
+    build: Build::Plain(Gibbs::build_random),
     doc: "single-site Gibbs, random scan",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -415,13 +415,12 @@ pub const GIBBS_SWEEP: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: Gibbs::build_sweep,
+    build: Build::Plain(Gibbs::build_sweep),
     doc: "single-site Gibbs, systematic scan (one site per step)",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

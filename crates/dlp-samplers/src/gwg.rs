@@ -34,6 +34,7 @@ use crate::mh::{Caching, MhChains, MoveProposal, start_error};
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
+use crate::spec::Build;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
@@ -326,13 +327,12 @@ pub const GWG: SamplerSpec = SamplerSpec {
     counts: &[0, 1],
     numbers: &["k"],
     params: &[],
-    build: Gwg::build,
+    build: Build::Plain(Gwg::build),
     doc: "Gibbs-with-gradients, one flip or up to k (k draws with replacement)",
     paper: "Grathwohl et al. 2021",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

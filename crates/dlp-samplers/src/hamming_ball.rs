@@ -27,6 +27,7 @@ use crate::dual_averaging::MALA_TARGET_ACCEPT;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
+use crate::spec::Build;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::Deltas;
 use dlp_core::TargetExt;
@@ -314,13 +315,12 @@ pub const HB: SamplerSpec = SamplerSpec {
     counts: &[2],
     numbers: &["L", "r"],
     params: &[],
-    build: HammingBall::build,
+    build: Build::Plain(HammingBall::build),
     doc: "Hamming-ball sampler, blocks of L, radius r (`hb-10-1`)",
     paper: "Titsias & Yau 2017",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -16,6 +16,7 @@
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::mh::{Caching, Evaluator, MhChains, MoveProposal, start_error};
 use crate::proposal::sample_logits;
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -253,13 +254,12 @@ pub const LB: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: LocallyBalanced::build,
+    build: Build::Plain(LocallyBalanced::build),
     doc: "exact locally balanced one-flip proposal",
     paper: "Zanella 2020",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -79,6 +79,7 @@
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::mh::{Caching, MhChains, MoveProposal};
 use crate::proposal::{accept_prob, sample_weights};
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -467,7 +468,7 @@ pub const PAS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Pas::build,
+    build: Build::Plain(Pas::build),
     doc: "path auxiliary sampler with a mean path length r (`--step-size`, adapted toward \
           acceptance 0.574 in `dlp sample`'s warm-up): each step flips ⌊r⌋ or ⌊r⌋ + 1 distinct sites \
           (both with probability ≥ 5%, so both parities: irreducible), drawn without replacement from \
@@ -476,7 +477,6 @@ pub const PAS: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -490,14 +490,13 @@ pub const PAS_R: SamplerSpec = SamplerSpec {
     counts: &[1],
     numbers: &["R"],
     params: &[],
-    build: Pas::build,
+    build: Build::Plain(Pas::build),
     doc: "path auxiliary sampler with exactly R flips per step (the published runs' fixed length); \
           reducible for even R (parity kept) and for R ≥ d (complements only): use `pas` there",
     paper: "Sun et al. 2022 (ICLR), §4",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: Pas::not_ergodic_on,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -31,6 +31,7 @@
 
 use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
 use crate::mh::{Caching, MhChains, Proposal, TargetEval, exact_row, start_error};
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -209,7 +210,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Rwm::build,
+    build: Build::Plain(Rwm::build),
     doc: "random-walk Metropolis (gradient-free baseline): each site changes with probability r/d \
           (r = `--step-size` ∈ (0, d), adapted toward acceptance 0.234 in `dlp sample`'s warm-up) to a \
           uniform other value, MH with min(1, π(y)/π(x)); binary/spin/categorical/ordinal",
@@ -217,7 +218,6 @@ pub const RWM: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),

@@ -22,6 +22,7 @@
 use crate::dlp::proposal::{DlpProposal, MAX_EXACT_STATES};
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::mh::{Caching, MhChains, exact_row};
+use crate::spec::Build;
 use crate::spec::{
     BATCH_SIZE, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -236,13 +237,12 @@ pub const SG_DULA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, BATCH_SIZE],
-    build: construct,
+    build: Build::Plain(construct),
     doc: "stochastic-gradient DULA on data targets, one minibatch per step shared by all chains",
     paper: "Zhang et al. 2022, §6",
     exact: false,
     needs_data: true,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
@@ -256,14 +256,13 @@ pub const SG_DMALA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, BATCH_SIZE],
-    build: construct,
+    build: Build::Plain(construct),
     doc: "stochastic-gradient DMALA as the official BNN code runs it: the MH test on the \
           step's minibatch, so not exact for π",
     paper: "Zhang et al. 2022, §6 (official code)",
     exact: false,
     needs_data: true,
     particles: false,
-    wraps: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

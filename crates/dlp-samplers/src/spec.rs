@@ -71,6 +71,64 @@ pub type AdaptFn =
 /// Constructor of one sampler family.
 pub type Constructor = fn(&SamplerName, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError>;
 
+/// How a family is built: from its name and parameters, or — a wrapper — around an inner
+/// sampler that the registry resolves and hands over ([`Inner`]), so that a wrapper's module
+/// never imports the registry that lists it.
+#[derive(Clone, Copy, Debug)]
+pub enum Build {
+    /// A family built from its name and parameters.
+    Plain(Constructor),
+    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`).
+    Wrapper(Wrapper),
+}
+
+/// The functions of a wrapper row; each gets the resolved inner sampler.
+#[derive(Clone, Copy, Debug)]
+pub struct Wrapper {
+    /// Builds the wrapper around its inner sampler.
+    pub build: WrapperConstructor,
+    /// Its warm-up tuner (the inner sampler's step size, then the wrapper's own parameters).
+    pub adapt: WrapperAdaptFn,
+}
+
+/// A wrapper's constructor: [`Constructor`] with the resolved inner sampler.
+pub type WrapperConstructor = fn(&SamplerName, &SamplerParams, &Inner) -> Result<Box<dyn Sampler>, SamplerError>;
+
+/// A wrapper's warm-up tuner: [`AdaptFn`] with the resolved inner sampler.
+pub type WrapperAdaptFn = fn(
+    &SamplerName,
+    &SamplerParams,
+    &Inner,
+    &dyn Target,
+    &[u32],
+    &AdaptOptions,
+    &RunOptions,
+) -> Result<Adapted, SamplerError>;
+
+/// A wrapper's inner sampler as the registry resolved it (`pt-4:gwg-2` → `gwg-2`).
+#[derive(Clone, Debug)]
+pub struct Inner {
+    /// Its name as written after the colon.
+    pub name: String,
+    /// Its row.
+    pub spec: &'static SamplerSpec,
+    /// The name, parsed.
+    pub parsed: SamplerName,
+}
+
+impl Inner {
+    /// Builds the inner sampler with `params` (a wrapper inside a wrapper is refused).
+    pub fn build(&self, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
+        match self.spec.build {
+            Build::Plain(construct) => construct(&self.parsed, params),
+            Build::Wrapper(_) => Err(SamplerError::BadParameter {
+                sampler: self.name.clone(),
+                message: "a wrapper cannot wrap another wrapper".into(),
+            }),
+        }
+    }
+}
+
 /// A continuous parameter of [`SamplerParams`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param {
@@ -217,8 +275,8 @@ pub struct SamplerSpec {
     pub numbers: &'static [&'static str],
     /// The continuous parameters it takes.
     pub params: &'static [ParamSpec],
-    /// The constructor.
-    pub build: Constructor,
+    /// How it is built: a constructor, or a wrapper's functions.
+    pub build: Build,
     /// One line: what it is.
     pub doc: &'static str,
     /// Where it comes from (paper and section), or `baseline`.
@@ -232,10 +290,6 @@ pub struct SamplerSpec {
     /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
     /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
     pub particles: bool,
-    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`): its kernel
-    /// lives on a product space, so the general exact suite skips the row and the family's
-    /// own suite checks it (`pt`: `dlp-exact/tests/tempering.rs`).
-    pub wraps: bool,
     /// Where the chain is not irreducible and aperiodic (exact samplers: the exact suite
     /// checks that every model this returns `None` for gives an irreducible, aperiodic chain).
     pub not_ergodic_on: NotErgodicOn,
@@ -261,7 +315,7 @@ impl SamplerSpec {
                 for n in &self.numbers[..c.min(self.numbers.len())] {
                     form.push_str(&format!("-<{n}>"));
                 }
-                if self.wraps {
+                if self.wraps() {
                     form.push_str(":<sampler>");
                 }
                 form
@@ -272,6 +326,13 @@ impl SamplerSpec {
     /// The forms joined for messages (`gwg | gwg-<k>`).
     pub fn usage(&self) -> String {
         self.forms().join(" | ")
+    }
+
+    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`, [`Build::Wrapper`]):
+    /// its kernel lives on a product space, so the general exact suite skips the row and the
+    /// family's own suite checks it (`pt`: `dlp-exact/tests/tempering.rs`).
+    pub fn wraps(&self) -> bool {
+        matches!(self.build, Build::Wrapper(_))
     }
 
     /// Whether the family takes `param`.
@@ -289,7 +350,7 @@ impl SamplerSpec {
     /// not a data-target row (`dlp-exact/tests/sgdlp.rs`), a particle row (`gf_svgd.rs`) or a
     /// wrapper, whose kernel lives on a product space (`tempering.rs`).
     pub fn has_state_kernel(&self) -> bool {
-        !self.needs_data && !self.particles && !self.wraps
+        !self.needs_data && !self.particles && !self.wraps()
     }
 
     /// Whether the family refuses to build without `param`.

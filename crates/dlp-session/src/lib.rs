@@ -187,6 +187,8 @@ impl Request {
 struct WarmupPlan {
     steps: usize,
     target_accept: f64,
+    /// Steps per adaptation window.
+    window: usize,
 }
 
 /// Builds the kept run's kernel from the request's sampler name and the (adapted) parameters,
@@ -329,7 +331,7 @@ impl Session {
                 ));
             }
             let target_accept = request.target_accept.unwrap_or_else(|| default_target_accept(&request.sampler));
-            warmup = Some(WarmupPlan { steps, target_accept });
+            warmup = Some(WarmupPlan { steps, target_accept, window: steps.min(DEFAULT_WINDOW) });
         } else {
             dlp_samplers::build_sampler(&request.sampler, &params).map_err(Error::input)?;
         }
@@ -349,6 +351,16 @@ impl Session {
         builder(&self.request.sampler, &params).map_err(Error::input)?;
         self.kernels = Some(Kernels(builder));
         Ok(self)
+    }
+
+    /// The session with adaptation windows of `window` steps (at least 1, at most the
+    /// warm-up) instead of the default min(warm-up, 100): a caller that reproduces a protocol
+    /// with its own window (the DISCS cells: a tenth of the burn-in).
+    pub fn with_window(mut self, window: usize) -> Session {
+        if let Some(plan) = &mut self.warmup {
+            plan.window = window.clamp(1, plan.steps);
+        }
+        self
     }
 
     /// The request.
@@ -377,7 +389,7 @@ impl Session {
         let opts = AdaptOptions {
             warmup: plan.steps,
             target_accept: plan.target_accept,
-            window: plan.steps.min(DEFAULT_WINDOW),
+            window: plan.window,
             ..Default::default()
         };
         let a = adapt_step_size(&self.request.sampler, &self.params, target, &x0, &opts, options)?;
