@@ -570,7 +570,10 @@ mod site_state_tests {
 #[cfg(test)]
 mod interrupt_tests {
     use dlp_core::capability::Interrupt;
-    use dlp_core::{Batch, Capabilities, EvalError, RunOptions, Sampler, SamplerError, Space, Target, run_chains};
+    use dlp_core::{
+        Batch, Capabilities, EvalError, Observer, RunOptions, Sampler, SamplerError, Space, States, StepContext,
+        StepInfo, Target, run_chains, run_chains_until_interrupted,
+    };
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Ising conditionals without any `evaluate` inside a step, plus an interrupt that fires at
@@ -616,5 +619,81 @@ mod interrupt_tests {
         assert!(matches!(err, SamplerError::Eval(EvalError::Device { ref message, .. }) if message == "interrupted"));
         assert_eq!(t.polls.load(Ordering::SeqCst), 3, "one poll per step");
         assert_eq!(t.evaluations.load(Ordering::SeqCst), 1, "only `start` evaluates");
+    }
+
+    /// Records every step's number and states (a task's whole trace).
+    struct Record(Vec<usize>, Vec<u32>);
+
+    impl Observer for Record {
+        fn observe(&mut self, ctx: &StepContext, states: States<'_>, _: &[StepInfo]) {
+            self.0.push(ctx.step);
+            self.1.extend_from_slice(states.positions());
+        }
+    }
+
+    fn lattice() -> dlp_models::IsingModel {
+        let c = dlp_models::Couplings::lattice(&[4, 4], true, 0.3).unwrap();
+        dlp_models::IsingModel::new(dlp_core::DomainKind::Spin, c, vec![0.1; 16]).unwrap()
+    }
+
+    /// Runs `chains` chains of random-scan Gibbs from varied states, interrupted at the
+    /// `after`-th poll when `after` > 0 (`run_chains_until_interrupted`), else for `steps`
+    /// steps uninterrupted; returns the output's records, final states and stop.
+    fn run(after: usize, steps: usize, chains: usize, opts: &RunOptions) -> (Vec<Record>, Vec<u32>, Option<usize>) {
+        let m = lattice();
+        let t = Interrupting {
+            inner: &m,
+            polls: AtomicUsize::new(0),
+            after: if after == 0 { usize::MAX } else { after },
+            evaluations: AtomicUsize::new(0),
+        };
+        let s = super::Gibbs { scan: super::Scan::Random };
+        let x0: Vec<u32> = (0..chains * 16).map(|i| ((i * 7 + i / 5) % 2) as u32).collect();
+        let out = run_chains_until_interrupted(&s as &dyn Sampler, &t, &x0, steps, opts, |_, _| {
+            Record(Vec::new(), Vec::new())
+        })
+        .expect("no evaluation error");
+        if after > 0 {
+            let stopped = out.stopped.as_ref().expect("interrupted");
+            assert!(matches!(stopped.reason, EvalError::Device { ref message, .. } if message == "interrupted"));
+        } else {
+            assert!(out.stopped.is_none(), "an uninterrupted run has no stop");
+        }
+        (out.observers, out.final_states, out.stopped.map(|s| s.steps))
+    }
+
+    /// Four tasks on one thread run one after the other: the first sees the interrupt at its
+    /// third step and stops, the other three stop before their first step and are then brought
+    /// to step 3, so every chain ends after exactly 3 steps: states and observers equal the
+    /// uninterrupted 3-step run's, bit for bit.
+    #[test]
+    fn a_stopped_run_brings_every_task_to_the_same_step_and_equals_the_uninterrupted_prefix() {
+        let opts = RunOptions { seed: 5, threads: 1, chains_per_task: 2 };
+        let (rec, fin, stop) = run(3, 1000, 8, &opts);
+        assert_eq!(stop, Some(3));
+        let (rec0, fin0, _) = run(0, 3, 8, &opts);
+        assert_eq!(fin, fin0, "final states = the uninterrupted run's after 3 steps");
+        assert_eq!(rec.len(), 4, "four tasks");
+        for (a, b) in rec.iter().zip(&rec0) {
+            assert_eq!(a.0, vec![1, 2, 3]);
+            assert_eq!((&a.0, &a.1), (&b.0, &b.1));
+        }
+    }
+
+    /// Sixteen one-chain tasks on four threads, interrupted at the 200th poll: the tasks stop
+    /// at different steps, and the output must still be the uninterrupted run's first S steps
+    /// for every chain (S ≥ 200 / 16, since 200 polls were made before the stop).
+    #[test]
+    fn a_parallel_stopped_run_equals_the_uninterrupted_prefix() {
+        let opts = RunOptions { seed: 9, threads: 4, chains_per_task: 1 };
+        let (rec, fin, stop) = run(200, 100_000, 16, &opts);
+        let s = stop.expect("stopped");
+        assert!((200 / 16..100_000).contains(&s), "stopped at step {s}");
+        let (rec0, fin0, _) = run(0, s, 16, &opts);
+        assert_eq!(fin, fin0);
+        for (a, b) in rec.iter().zip(&rec0) {
+            assert_eq!(a.0, (1..=s).collect::<Vec<_>>());
+            assert_eq!(a.1, b.1);
+        }
     }
 }

@@ -14,7 +14,7 @@ mod observe;
 pub use observe::{Progress, Tallies, Trace};
 
 use dlp_core::io::one_line;
-use dlp_core::{Observer, RunOptions, RunOutput, Sampler, SamplerError, Space, Target, run_chains};
+use dlp_core::{Observer, RunOptions, RunOutput, Sampler, SamplerError, Space, Target, run_chains_until_interrupted};
 use dlp_samplers::SamplerParams;
 use dlp_samplers::adapt::{AdaptOptions, DEFAULT_WINDOW, adapt_step_size, default_target_accept};
 use std::fmt;
@@ -290,7 +290,8 @@ pub struct Ran<O> {
     pub ladder: Option<Vec<f64>>,
     /// Warm-up steps run before the kept ones.
     pub warmup_steps: usize,
-    /// Steps of the kept run (`steps` − warm-up).
+    /// Steps of the kept run (`steps` − warm-up), as requested; `output.stopped` says how
+    /// many ran when an interrupt stopped it.
     pub steps: usize,
     /// The adaptation's result, when it ran.
     pub adaptation: Option<Adaptation>,
@@ -429,7 +430,9 @@ impl Session {
     /// the kept run starts), build, then the kept `steps` − warm-up steps from the warmed
     /// chains, each task watched by `make(stage, first_chain, n)`. With the request's
     /// `progress`, a bar `"<kernel> ×<chains>"` counts the kept chain-steps and is cleared
-    /// at the end.
+    /// at the end. The target's interrupt ([`dlp_core::capability::Interrupt`]) fails the
+    /// warm-up but stops the kept run with what ran (`output.stopped`, see
+    /// [`run_chains_until_interrupted`]).
     pub fn run<O, F>(
         &self,
         target: &dyn Target,
@@ -458,7 +461,9 @@ impl Session {
             bar,
         };
         let output =
-            run_chains(kernel.as_ref(), target, &warmed.positions, steps, options, |first, n| make(&stage, first, n))?;
+            run_chains_until_interrupted(kernel.as_ref(), target, &warmed.positions, steps, options, |first, n| {
+                make(&stage, first, n)
+            })?;
         stage.bar.finish_and_clear();
         Ok(Ran {
             output,
