@@ -170,16 +170,28 @@ fn peer(file: &Path, a: &Args, kept: usize) -> Result<Vec<Value>, CliError> {
             rows.push(rec);
             continue;
         }
-        let field = |k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| bad(format!("line {}: no number {k}", i + 1)));
+        let field =
+            |k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| bad(format!("line {}: no number {k}", i + 1)));
         let (chains, seconds, calls) = (field("chains")?, field("seconds")?, field("num_ll_calls")?);
         if chains as usize != a.chains || field("kept")? as usize != kept {
-            return Err(bad(format!("line {}: {chains} chains × {} kept steps, expected {} × {kept}", i + 1, field("kept")?, a.chains)));
+            return Err(bad(format!(
+                "line {}: {chains} chains × {} kept steps, expected {} × {kept}",
+                i + 1,
+                field("kept")?,
+                a.chains
+            )));
         }
         let name = o.get("trace").and_then(Value::as_str).ok_or_else(|| bad(format!("line {}: no trace", i + 1)))?;
         let path = dir.join(name);
         let bytes = std::fs::read(&path).map_err(|e| bad(format!("trace {}: {}", path.display(), io_reason(&e))))?;
         if bytes.len() != 4 * a.chains * kept {
-            return Err(bad(format!("trace {}: {} bytes, expected {} (i32 × {} × {kept})", path.display(), bytes.len(), 4 * a.chains * kept, a.chains)));
+            return Err(bad(format!(
+                "trace {}: {} bytes, expected {} (i32 × {} × {kept})",
+                path.display(),
+                bytes.len(),
+                4 * a.chains * kept,
+                a.chains
+            )));
         }
         let series: Vec<f64> =
             bytes.chunks_exact(4).map(|b| f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))).collect();
@@ -190,7 +202,10 @@ fn peer(file: &Path, a: &Args, kept: usize) -> Result<Vec<Value>, CliError> {
         }
         // DISCS's `_eval_over_num_ll_calls`: ESS / (num_ll_calls · ess_ratio).
         o.insert("ess_per_eval".into(), json!(ess / (calls * a.ess_ratio)));
-        o.insert("eval_convention".into(), json!("DISCS: ESS / (num_ll_calls × ess_ratio), one count per step for all chains"));
+        o.insert(
+            "eval_convention".into(),
+            json!("DISCS: ESS / (num_ll_calls × ess_ratio), one count per step for all chains"),
+        );
         rows.push(rec);
     }
     Ok(rows)

@@ -35,8 +35,16 @@ fn export_writes_the_task_model_and_states() {
     // The same seed gives the same states; another seed other states.
     let again = dir.path().join("u.json");
     let other = dir.path().join("w.json");
-    assert!(dlp(&["--task", "potts-small", "--chains", "3", "--seed", "5", "--export", again.to_str().unwrap()]).status.success());
-    assert!(dlp(&["--task", "potts-small", "--chains", "3", "--seed", "6", "--export", other.to_str().unwrap()]).status.success());
+    assert!(
+        dlp(&["--task", "potts-small", "--chains", "3", "--seed", "5", "--export", again.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(
+        dlp(&["--task", "potts-small", "--chains", "3", "--seed", "6", "--export", other.to_str().unwrap()])
+            .status
+            .success()
+    );
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
     assert_ne!(std::fs::read(&file).unwrap(), std::fs::read(&other).unwrap());
 }
@@ -56,8 +64,18 @@ fn ours_and_a_peer_trace_are_scored_by_one_estimator() {
     .unwrap();
     let out = dir.path().join("out.jsonl");
     let o = dlp(&[
-        "--task", "ising-small", "--samplers", "dmala,gwg", "--chains", "2", "--steps", "8", "--peer",
-        peer.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "--task",
+        "ising-small",
+        "--samplers",
+        "dmala,gwg",
+        "--chains",
+        "2",
+        "--steps",
+        "8",
+        "--peer",
+        peer.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", err(&o));
     let recs: Vec<Value> =
@@ -97,7 +115,21 @@ fn bad_input_is_one_line_exit_2_and_no_file() {
         (vec!["--task", "ising-small", "--steps", "6", "--out", o], "at least 4 kept steps"),
         (vec!["--task", "ising-small", "--chains", "0", "--out", o], "--chains"),
         (vec!["--task", "ising-small", "--samplers", "dmala,frob", "--out", o], "unknown sampler \"frob\""),
-        (vec!["--task", "ising-small", "--chains", "2", "--steps", "8", "--peer", short.to_str().unwrap(), "--out", o], "expected 32"),
+        (
+            vec![
+                "--task",
+                "ising-small",
+                "--chains",
+                "2",
+                "--steps",
+                "8",
+                "--peer",
+                short.to_str().unwrap(),
+                "--out",
+                o,
+            ],
+            "expected 32",
+        ),
         (vec!["--task", "ising-small", "--peer", "/nonexistent/p.jsonl", "--out", o], "--peer /nonexistent/p.jsonl"),
     ] {
         let r = dlp(&args);
