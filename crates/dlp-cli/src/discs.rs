@@ -8,8 +8,7 @@
 //!   runs nothing.
 //! * Otherwise each sampler runs `--steps` steps from those initial states: the first
 //!   ⌊steps · ess_ratio⌋ are burn-in (DISCS's `discs_split`), spent adapting the step size
-//!   when the sampler adapts (the `dlp sample` session's warm-up, frozen afterwards), the rest
-//!   kept; the kept steps' statistic (DISCS's distance to the reference state) gives the ESS.
+//!   when the sampler adapts (frozen afterwards, as `just reproduce discs`), the rest kept; the kept steps' statistic (DISCS's distance to the reference state) gives the ESS.
 //! * `--peer FILE` adds the peer's cells: JSON lines naming a statistic trace (little-endian
 //!   i32, chains × kept, chain-major, relative to FILE's directory), scored the same way.
 //!
@@ -22,7 +21,7 @@ use clap::Args as ClapArgs;
 use dlp_cli::{CliError, atomic_write, check_writable, io_reason};
 use dlp_core::stats::{DiscsEss, discs_distance, discs_split};
 use dlp_core::{Observer, RunOptions, StepContext, StepInfo, Target, run_chains, setup_rng};
-use dlp_session::{Request, Session, Spelling};
+use dlp_samplers::SamplerParams;
 use rand::RngExt;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -104,31 +103,35 @@ fn scored(series: &[f64], chains: usize, kept: usize, seconds: f64) -> Value {
     })
 }
 
-/// One of our cells: `sampler` from `x0` for `burn` + `kept` steps.
+/// One of our cells: `sampler` from `x0` for `burn` + `kept` steps. A sampler that adapts its
+/// step size does so during the burn-in in 10 windows of burn/10 steps (as `just reproduce
+/// discs`; the `dlp sample` session's 100-step windows leave one window in a short burn-in),
+/// toward its row's target acceptance, and is frozen after it; the others run the burn-in.
 fn ours(target: &dyn Target, a: &Args, sampler: &str, x0: &[u32], reference: &[u32]) -> Result<Value, CliError> {
+    use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
     let (burn, kept) = discs_split(a.steps, a.ess_ratio);
-    let request = Request {
-        sampler: sampler.into(),
-        step_size: dlp_session::StepSize::Default,
-        step_size_min: None,
-        preconditioner: None,
-        batch_size: None,
-        ladder: None,
-        chains: a.chains,
-        steps: a.steps,
-        burn_in: Some(burn),
-        thin: 1,
-        target_accept: None,
-        progress: false,
-    };
-    let session = Session::resolve(request, Spelling::Flags, target)?;
     let options = RunOptions { seed: a.seed, threads: a.threads, chains_per_task: 0 };
-    let warmed = session.warm_up(target, x0.to_vec(), &options).map_err(CliError::from_run)?;
-    let kernel = session.build(&warmed).map_err(CliError::from_run)?;
-    // The adaptation runs whole windows; the rest of the burn-in runs the frozen kernel.
-    let mut x = warmed.positions.clone();
-    if burn > warmed.warmup_steps {
-        x = run_chains(kernel.as_ref(), target, &x, burn - warmed.warmup_steps, &options, |_, _| ())
+    let (spec, _) = dlp_samplers::registry::find(sampler)
+        .ok_or_else(|| CliError::Input(format!("--samplers: unknown sampler {sampler:?}")))?;
+    let mut x = x0.to_vec();
+    let mut params = SamplerParams::default();
+    let adapted = spec.adapts_step_size() && burn > 0;
+    if adapted {
+        let opts = AdaptOptions {
+            warmup: burn,
+            target_accept: default_target_accept(sampler),
+            window: (burn / 10).max(1),
+            ..Default::default()
+        };
+        let r = adapt_step_size(sampler, &params, target, &x, &opts, &options).map_err(CliError::from_run)?;
+        x = r.positions.clone();
+        params = SamplerParams { step_size: r.step_size, step_size_min: r.step_size_min, ladder: r.ladder, ..params };
+    } else if spec.takes(dlp_samplers::registry::Param::StepSize) {
+        params.step_size = spec.tests.step_size;
+    }
+    let kernel = dlp_samplers::build_sampler(sampler, &params).map_err(CliError::from_run)?;
+    if !adapted && burn > 0 {
+        x = run_chains(kernel.as_ref(), target, &x, burn, &options, |_, _| ())
             .map_err(CliError::from_run)?
             .final_states;
     }
@@ -151,8 +154,8 @@ fn ours(target: &dyn Target, a: &Args, sampler: &str, x0: &[u32], reference: &[u
     o.insert("ess_per_eval".into(), json!(e / evals));
     o.insert("eval_convention".into(), json!("ours: density + gradient evaluations per chain in the kept steps"));
     o.insert("accept".into(), json!(accept));
-    o.insert("step_size".into(), json!(warmed.step_size));
-    o.insert("adapted".into(), json!(warmed.adaptation.is_some()));
+    o.insert("step_size".into(), json!(params.step_size));
+    o.insert("adapted".into(), json!(adapted));
     o.insert("kernel".into(), json!(kernel.name()));
     Ok(v)
 }
