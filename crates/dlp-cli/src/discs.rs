@@ -8,7 +8,8 @@
 //!   runs nothing.
 //! * Otherwise each sampler runs `--steps` steps from those initial states: the first
 //!   ⌊steps · ess_ratio⌋ are burn-in (DISCS's `discs_split`), spent adapting the step size
-//!   when the sampler adapts (frozen afterwards, as `just reproduce discs`), the rest kept; the kept steps' statistic (DISCS's distance to the reference state) gives the ESS.
+//!   when the sampler adapts (frozen afterwards, as `just reproduce discs`), the rest kept;
+//!   the kept steps' statistic (DISCS's distance to the reference state) gives the ESS.
 //! * `--peer FILE` adds the peer's cells: JSON lines naming a statistic trace (little-endian
 //!   i32, chains × kept, chain-major, relative to FILE's directory), scored the same way.
 //!
