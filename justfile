@@ -221,6 +221,15 @@ bench *args:
 bench-peer *args:
     bash scripts/bench_peer.sh "$@"
 
+# `just bench-peer-discs [--quick] [--seed S] [--chains C] [--steps N] [--tasks a,b] [--no-paper]
+# [OUTDIR]`: DISCS's own DMALA, GWG and path-auxiliary samplers (bench/peer/discs_jax.py, current
+# JAX on the CPU, set up by bench/peer/setup.sh --jax) and ours (`dlp discs`) on DISCS's Ising,
+# Potts and RBM tasks, one run, one ESS estimator → results/bench/discs-peer.{csv,json,md} and the
+# ratio table in paper/performance.md and paper/discs.md.
+# DISCS's samplers in JAX vs ours, same run, ESS per second (--quick: seconds + JAX compile)
+bench-peer-discs *args:
+    bash scripts/bench_peer_discs.sh "$@"
+
 # Format the tree.
 fmt:
     cargo fmt --all
