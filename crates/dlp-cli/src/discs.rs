@@ -20,10 +20,9 @@
 
 use clap::Args as ClapArgs;
 use dlp_cli::{CliError, atomic_write, check_writable, io_reason};
-use dlp_core::stats::{DiscsEss, discs_distance, discs_split};
-use dlp_core::{Observer, RunOptions, StepContext, StepInfo, Target, run_chains, setup_rng};
-use dlp_samplers::SamplerParams;
-use rand::RngExt;
+use dlp_core::stats::{DiscsEss, discs_split};
+use dlp_core::{RunOptions, Target};
+use dlp_session::discs::{initial_and_reference, run_cell};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -62,38 +61,6 @@ pub struct Args {
     out: Option<PathBuf>,
 }
 
-/// DISCS's uniform random initial states (`chains × d`) and reference state, from setup
-/// stream 0 of `seed` (DISCS: `get_init_samples` for both); the same draws as
-/// `dlp_reproduce::discs::initial_and_reference`.
-pub fn initial_and_reference(space: &dlp_core::Space, chains: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
-    let mut rng = setup_rng(seed);
-    let k = space.k() as u32;
-    let x0: Vec<u32> = (0..chains * space.d).map(|_| rng.random_range(0..k)).collect();
-    let reference: Vec<u32> = (0..space.d).map(|_| rng.random_range(0..k)).collect();
-    (x0, reference)
-}
-
-/// Records each chain's statistic at every kept step, with evaluations and acceptance.
-struct Stat<'a> {
-    reference: &'a [u32],
-    d: usize,
-    series: Vec<Vec<f64>>,
-    evals: f64,
-    accept: f64,
-}
-
-impl Observer for Stat<'_> {
-    fn observe(&mut self, _: &StepContext, states: dlp_core::States<'_>, info: &[StepInfo]) {
-        for (row, s) in states.positions().chunks_exact(self.d).zip(&mut self.series) {
-            s.push(discs_distance(row, self.reference));
-        }
-        for i in info {
-            self.evals += f64::from(i.density_evals + i.grad_evals);
-            self.accept += i.accept_prob;
-        }
-    }
-}
-
 /// The ESS fields shared by both sides' records.
 fn scored(series: &[f64], chains: usize, kept: usize, seconds: f64) -> Value {
     let e = DiscsEss::of(series, chains);
@@ -104,61 +71,26 @@ fn scored(series: &[f64], chains: usize, kept: usize, seconds: f64) -> Value {
     })
 }
 
-/// One of our cells: `sampler` from `x0` for `burn` + `kept` steps. A sampler that adapts its
-/// step size does so during the burn-in in 10 windows of burn/10 steps (as `just reproduce
-/// discs`; the `dlp sample` session's 100-step windows leave one window in a short burn-in),
-/// toward its row's target acceptance, and is frozen after it; the others run the burn-in.
+/// One of our cells: `sampler` from `x0` for `burn` + `kept` steps, run by the cell every
+/// DISCS front end shares ([`dlp_session::discs::run_cell`], as `just reproduce discs`): a
+/// sampler that adapts its step size does so in the burn-in's 10 windows of burn/10 steps
+/// toward its row's target acceptance, frozen afterwards; the others run the burn-in.
 fn ours(target: &dyn Target, a: &Args, sampler: &str, x0: &[u32], reference: &[u32]) -> Result<Value, CliError> {
-    use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
     let (burn, kept) = discs_split(a.steps, a.ess_ratio);
     let options = RunOptions { seed: a.seed, threads: a.threads, chains_per_task: 0 };
     let (spec, _) = dlp_samplers::registry::find(sampler)
         .ok_or_else(|| CliError::Input(format!("--samplers: unknown sampler {sampler:?}")))?;
-    let mut x = x0.to_vec();
-    let mut params = SamplerParams::default();
-    let adapted = spec.adapts_step_size() && burn > 0;
-    if adapted {
-        let opts = AdaptOptions {
-            warmup: burn,
-            target_accept: default_target_accept(sampler),
-            window: (burn / 10).max(1),
-            ..Default::default()
-        };
-        let r = adapt_step_size(sampler, &params, target, &x, &opts, &options).map_err(CliError::from_run)?;
-        x = r.positions.clone();
-        params = SamplerParams { step_size: r.step_size, step_size_min: r.step_size_min, ladder: r.ladder, ..params };
-    } else if spec.takes(dlp_samplers::registry::Param::StepSize) {
-        params.step_size = spec.tests.step_size;
-    }
-    let kernel = dlp_samplers::build_sampler(sampler, &params).map_err(CliError::from_run)?;
-    if !adapted && burn > 0 {
-        x = run_chains(kernel.as_ref(), target, &x, burn, &options, |_, _| ())
-            .map_err(CliError::from_run)?
-            .final_states;
-    }
-    let d = target.space().d;
-    let out = run_chains(kernel.as_ref(), target, &x, kept, &options, |_, n| Stat {
-        reference,
-        d,
-        series: vec![Vec::with_capacity(kept); n],
-        evals: 0.0,
-        accept: 0.0,
-    })
-    .map_err(CliError::from_run)?;
-    let series: Vec<f64> = out.observers.iter().flat_map(|o| o.series.iter().flatten().copied()).collect();
-    let evals: f64 = out.observers.iter().map(|o| o.evals).sum::<f64>() / a.chains as f64;
-    let accept: f64 = out.observers.iter().map(|o| o.accept).sum::<f64>() / (a.chains * kept) as f64;
-    let mut v = scored(&series, a.chains, kept, out.wall_seconds);
-    let o = v.as_object_mut().expect("object");
-    let e = o["ess"].as_f64().unwrap_or(f64::NAN);
-    o.insert("evals_per_chain".into(), json!(evals));
-    o.insert("ess_per_eval".into(), json!(e / evals));
-    o.insert("eval_convention".into(), json!("ours: density + gradient evaluations per chain in the kept steps"));
-    o.insert("accept".into(), json!(accept));
-    o.insert("step_size".into(), json!(params.step_size));
-    o.insert("adapted".into(), json!(adapted));
-    o.insert("kernel".into(), json!(kernel.name()));
-    Ok(v)
+    let cell = run_cell(target, sampler, spec, (a.chains, burn, kept), (x0.to_vec(), reference), &options)
+        .map_err(CliError::from_run)?;
+    let per_step = cell.ess / kept as f64;
+    Ok(json!({
+        "ess": cell.ess, "ess_std": cell.ess_std, "ess_per_step": per_step,
+        "seconds": cell.wall_seconds, "ess_per_second": cell.ess / cell.wall_seconds,
+        "stat_mean": cell.stat_mean, "evals_per_chain": cell.evals_per_chain,
+        "ess_per_eval": cell.per_eval(),
+        "eval_convention": "ours: density + gradient evaluations per chain in the kept steps",
+        "accept": cell.accept, "step_size": cell.step_size, "adapted": cell.adapted, "kernel": cell.kernel,
+    }))
 }
 
 /// The peer's cells of `file`, each scored from its trace.

@@ -9,6 +9,7 @@
 //! turns into exit codes 2 and 1 and Python into `ValueError` and `RuntimeError`. Messages
 //! name parameters as the front end spells them ([`Spelling`]: `--burn-in` or `burn_in`).
 
+pub mod discs;
 mod observe;
 
 pub use observe::{Progress, Tallies, Trace};
