@@ -113,7 +113,7 @@ pub struct BnnData {
 }
 
 fn cache_dir() -> PathBuf {
-    std::env::var_os("DLP_DATA_CACHE").map_or_else(|| PathBuf::from("data/cache"), PathBuf::from)
+    dlp_core::io::data_cache_dir()
 }
 
 fn read_split(name: &str, part: &str) -> Result<(Vec<f64>, Vec<f64>, usize)> {

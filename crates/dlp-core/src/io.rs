@@ -1,7 +1,7 @@
 //! Atomic file writes and one-line messages, shared by every binary and file format of dlp.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Environment variable of the kill-and-resume tests' hook (`reproduce/tests/kill_resume.rs`):
@@ -15,6 +15,14 @@ pub const STALL_WRITE_ENV: &str = "DLP_TEST_STALL_WRITE";
 /// With [`STALL_WRITE_ENV`]: count only the writes whose destination path contains this text
 /// (e.g. `.safetensors`, to land in a model checkpoint rather than a JSON file).
 pub const STALL_WRITE_MATCH_ENV: &str = "DLP_TEST_STALL_WRITE_MATCH";
+
+/// The data cache of this checkout (`data/cache/`, filled by `just data NAME` and by training
+/// recipes such as `just reproduce discs-rbm`), or `$DLP_DATA_CACHE` when set.
+pub fn data_cache_dir() -> PathBuf {
+    std::env::var_os("DLP_DATA_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cache"))
+}
 
 /// Writes counted by the [`STALL_WRITE_ENV`] hook in this process.
 static HOOKED_WRITES: AtomicUsize = AtomicUsize::new(0);

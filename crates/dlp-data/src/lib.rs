@@ -16,7 +16,7 @@ pub mod mnist;
 pub mod synthetic;
 
 pub use idx::{IdxArray, read_idx, read_idx_file, write_idx};
-pub use mnist::{Mnist, binarize, default_cache_path, pixel_means};
+pub use mnist::{Mnist, binarize, binarize_stochastic, default_cache_path, pixel_means, quantize};
 pub use synthetic::synthetic_digits;
 
 /// Errors of the data layer; each names the file or array and the offending value.

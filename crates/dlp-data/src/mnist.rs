@@ -29,10 +29,7 @@ pub struct Mnist {
 
 /// `data/cache/mnist.dlpd` of this checkout, or `$DLP_DATA_CACHE/mnist.dlpd` when set.
 pub fn default_cache_path() -> PathBuf {
-    let dir = std::env::var_os("DLP_DATA_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cache"));
-    dir.join("mnist.dlpd")
+    dlp_core::io::data_cache_dir().join("mnist.dlpd")
 }
 
 fn check_pair(images: &IdxArray, labels: &IdxArray, name: &str) -> Result<(), DataError> {
@@ -175,4 +172,40 @@ pub fn pixel_means(bits: &[u32], d: usize) -> Vec<f64> {
     }
     m.iter_mut().for_each(|v| *v /= n.max(1) as f64);
     m
+}
+
+/// DISCS's binarisation (`discs/learning/rbm/main_rbm_training.py`, `data_preprocess`):
+/// bit = 1 iff pixel/255 > u with u ~ U(0, 1), one uniform per pixel from the setup stream of
+/// `seed`, drawn once (DISCS redraws per batch; a fixed draw keeps training resumable and
+/// seed-determined).
+pub fn binarize_stochastic(images: &[u8], seed: u64) -> Vec<u32> {
+    use rand::RngExt;
+    let mut rng = dlp_core::rng::setup_rng(seed);
+    images.iter().map(|&p| u32::from(p as f64 / 255.0 > rng.random::<f64>())).collect()
+}
+
+/// Grey levels into `k` ≥ 1 equal-width intensity classes: ⌊pixel · k / 256⌋ ∈ 0..k (the
+/// categorical data of DISCS's categorical RBMs, whose own quantisation is not in its
+/// repository).
+pub fn quantize(images: &[u8], k: usize) -> Vec<u32> {
+    images.iter().map(|&p| (p as usize * k / 256) as u32).collect()
+}
+
+#[cfg(test)]
+mod preprocess_tests {
+    use super::*;
+
+    #[test]
+    fn quantize_and_stochastic_binarisation_have_the_stated_laws() {
+        assert_eq!(quantize(&[0, 63, 64, 127, 128, 255], 4), vec![0, 0, 1, 1, 2, 3]);
+        assert_eq!(quantize(&[0, 31, 32, 255], 8), vec![0, 0, 1, 7]);
+        // P(bit = 1) = pixel/255: 0 and 255 are certain, 51 (0.2) is 1 in 20,000 draws at a
+        // rate within 5 standard errors (false failure < 1e-6).
+        let b = binarize_stochastic(&[0, 255], 1);
+        assert_eq!(b, vec![0, 1]);
+        let n = 20_000;
+        let ones = binarize_stochastic(&vec![51u8; n], 2).iter().sum::<u32>() as f64 / n as f64;
+        assert!((ones - 0.2).abs() < 5.0 * (0.2f64 * 0.8 / n as f64).sqrt(), "{ones}");
+        assert_eq!(binarize_stochastic(&[51; 100], 3), binarize_stochastic(&[51; 100], 3));
+    }
 }

@@ -2,6 +2,7 @@
 //!
 //! * [`rbm`]: a Bernoulli RBM's parameters, batched block Gibbs through matrix products, and
 //!   CD-k training exactly as §3.3 (the RBM whose samples Fig. 4 compares).
+//! * [`cat_rbm`]: CD-k training of a categorical RBM (DISCS's categorical RBM tasks).
 //! * [`pcd`]: the dense spin-quadratic [`pcd::DenseIsing`] target whose coupling matrix
 //!   changes every iteration, data from a lattice Ising by systematic-scan Gibbs, and
 //!   persistent contrastive divergence driven by any [`dlp_core::Sampler`] (§3.4, Fig. 5).
@@ -16,6 +17,7 @@
 
 #[cfg(feature = "tensor")]
 pub mod bert_train;
+pub mod cat_rbm;
 #[cfg(feature = "tensor")]
 pub mod ebm_train;
 pub mod pcd;

@@ -17,12 +17,17 @@
 //! is kept for fidelity.
 //!
 //! DISCS's RBMs are trained on MNIST / Fashion-MNIST and their parameters sit behind a Drive
-//! link these machines cannot reach: `rbm-standin` is a generator stand-in of the binary
-//! 784 × 25 shape ([`rbm_standin`]), named as such; categorical RBMs
-//! (DISCS's `fashion_mnist-4-50`, `-8-50`) are not provided (no categorical RBM family yet).
+//! link these machines cannot reach. Two substitutes, each named for what it is:
+//! * **trained here** (`rbm-mnist-2-25`, `rbm-mnist-2-200`, `rbm-fashion-4-50`,
+//!   `rbm-fashion-8-50`: DISCS's `mnist-2-25`, `mnist-2-200` and categorical
+//!   `fashion_mnist-4-50`, `-8-50`), by our own training
+//!   (`just reproduce discs-rbm`, `dlp-learn`; settings in `paper/discs.md`), read from
+//!   [`trained_path`] — these tasks are an error naming that recipe until it has run;
+//! * **generated** `rbm-standin`: an untrained stand-in of the binary 784 × 25 shape
+//!   ([`rbm_standin`]), available without data.
 
 use crate::error::ModelError;
-use crate::{CategoricalModel, Couplings, FhmmModel, IsingModel, Model, PottsModel, Rbm};
+use crate::{CatRbm, CategoricalModel, Couplings, FhmmModel, IsingModel, Model, PottsModel, Rbm};
 use dlp_core::rng::{derive_seed, setup_rng};
 use dlp_core::{ChainRng, DomainKind, Space};
 use rand::RngExt;
@@ -44,6 +49,9 @@ pub struct DiscsTask {
     pub source: &'static str,
     /// Whether the space is small enough to enumerate (the exact tier).
     pub enumerable: bool,
+    /// Whether its parameters are trained here (read from [`trained_path`], written by `just
+    /// reproduce discs-rbm`) rather than generated.
+    pub trained: bool,
     build: fn(&mut ChainRng) -> Result<Model, ModelError>,
 }
 
@@ -132,6 +140,33 @@ pub fn rbm_standin(d: usize, m: usize, rng: &mut ChainRng) -> Result<Model, Mode
     Ok(Model::new(Rbm::new(DomainKind::Binary, d, m, w, b, vec![0.0; m])?))
 }
 
+/// An untrained categorical RBM with `d` sites of `k` categories and `m` hidden units: W ~
+/// N(0, (2/√d)²), b ~ N(0, 0.5²), c = 0 (the enumerable tier of the trained categorical RBM).
+pub fn cat_rbm_standin(d: usize, k: usize, m: usize, rng: &mut ChainRng) -> Result<Model, ModelError> {
+    let s = 2.0 / (d as f64).sqrt();
+    let w: Vec<f64> = (0..d * k * m).map(|_| s * normal(rng)).collect();
+    let b: Vec<f64> = (0..d * k).map(|_| 0.5 * normal(rng)).collect();
+    Ok(Model::new(CatRbm::new(d, k, m, w, b, vec![0.0; m])?))
+}
+
+/// Where the RBM task `name` trained by `just reproduce discs-rbm` is kept:
+/// `data/cache/discs/<name>.json` ([`dlp_core::io::data_cache_dir`]).
+pub fn trained_path(name: &str) -> std::path::PathBuf {
+    dlp_core::io::data_cache_dir().join("discs").join(format!("{name}.json"))
+}
+
+/// The trained RBM `name`, or the one-line error that names the recipe that trains it.
+fn trained(name: &str) -> Result<Model, ModelError> {
+    let path = trained_path(name);
+    if !path.exists() {
+        return Err(ModelError::param(format!(
+            "{name} is trained here, not generated: {} is missing (run `just reproduce discs-rbm` after `just data mnist` and `just data fashion-mnist`)",
+            path.display()
+        )));
+    }
+    crate::load_model(&path)
+}
+
 /// Every task, the DISCS-sized ones first, then the enumerable tier.
 pub static TASKS: &[DiscsTask] = &[
     DiscsTask {
@@ -139,6 +174,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "bernoulli",
         doc: "d = 10,000 bits, θ ~ N(0, 0.5²)",
         source: "discs/models/configs/bernoulli_config.py:7-9",
+        trained: false,
         enumerable: false,
         build: |r| bernoulli(10_000, 0.5, r),
     },
@@ -147,6 +183,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "categorical",
         doc: "d = 2,000, K = 4, θ ~ N(0, 1.5²)",
         source: "discs/models/configs/categorical_config.py:6-8",
+        trained: false,
         enumerable: false,
         build: |r| categorical(2000, 4, 1.5, r),
     },
@@ -155,6 +192,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "ising",
         doc: "50 × 50 open lattice, λ = 0.5, μ = 0.5, σ = 1.5 (DISCS's high temperature)",
         source: "discs/models/configs/ising_config.py:7-12",
+        trained: false,
         enumerable: false,
         build: |r| ising(50, 50, 0.5, 0.5, 1.5, r),
     },
@@ -163,6 +201,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "ising",
         doc: "50 × 50 open lattice, λ = 1, μ = 1, σ = 3 (DISCS's low temperature)",
         source: "discs/run_configs/classical_models/ising/model_config_sweep.py:32-34",
+        trained: false,
         enumerable: false,
         build: |r| ising(50, 50, 1.0, 1.0, 3.0, r),
     },
@@ -171,6 +210,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "potts",
         doc: "30 × 30 open lattice, K = 4, λ = 1, μ = 0.5, σ = 1.5",
         source: "discs/models/configs/potts_config.py:7-12",
+        trained: false,
         enumerable: false,
         build: |r| potts(30, 30, 4, 1.0, 0.5, 1.5, r),
     },
@@ -179,6 +219,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "fhmm",
         doc: "L = 200, K = 50 binary chains, σ = 2, α = 0.1, β = 0.8",
         source: "discs/models/configs/fhmm_config.py:7-11",
+        trained: false,
         enumerable: false,
         build: |r| fhmm(200, 50, r),
     },
@@ -187,14 +228,52 @@ pub static TASKS: &[DiscsTask] = &[
         family: "rbm",
         doc: "STAND-IN: untrained binary RBM at DISCS's mnist-2-25 shape (784 visible, 25 hidden)",
         source: "discs/learning/rbm/exp_config.py:34 (784 visible), discs/run_configs/ebm/rbm/sampler_sweep.py:19 (mnist-2-25)",
+        trained: false,
         enumerable: false,
         build: |r| rbm_standin(784, 25, r),
+    },
+    DiscsTask {
+        name: "rbm-mnist-2-25",
+        family: "rbm",
+        doc: "binary RBM 784 × 25 trained here on MNIST (DISCS's mnist-2-25; our training, `just reproduce discs-rbm`)",
+        source: "discs/learning/rbm/exp_config.py:15-21,34 (784 visible; Adam 1e-3, batch 100, PCD-100), discs/run_configs/ebm/rbm/sampler_sweep.py:19",
+        trained: true,
+        enumerable: false,
+        build: |_| trained("rbm-mnist-2-25"),
+    },
+    DiscsTask {
+        name: "rbm-mnist-2-200",
+        family: "rbm",
+        doc: "binary RBM 784 × 200 trained here on MNIST (DISCS's mnist-2-200; our training)",
+        source: "discs/learning/rbm/exp_config.py:15-21,34, discs/run_configs/ebm/rbm/sampler_sweep.py:18",
+        trained: true,
+        enumerable: false,
+        build: |_| trained("rbm-mnist-2-200"),
+    },
+    DiscsTask {
+        name: "rbm-fashion-4-50",
+        family: "cat-rbm",
+        doc: "categorical RBM 784 sites × K = 4, 50 hidden, trained here on Fashion-MNIST (DISCS's fashion_mnist-4-50; our training)",
+        source: "discs/models/configs/rbm_config.py:9-10 (fashion_mnist-4-50, K = 4), discs/models/rbm.py (NNCategorical)",
+        trained: true,
+        enumerable: false,
+        build: |_| trained("rbm-fashion-4-50"),
+    },
+    DiscsTask {
+        name: "rbm-fashion-8-50",
+        family: "cat-rbm",
+        doc: "categorical RBM 784 sites × K = 8, 50 hidden, trained here on Fashion-MNIST (DISCS's fashion_mnist-8-50; our training)",
+        source: "discs/run_configs/ebm/rbm/sampler_sweep.py:87 (fashion_mnist-8-50), discs/models/rbm.py (NNCategorical)",
+        trained: true,
+        enumerable: false,
+        build: |_| trained("rbm-fashion-8-50"),
     },
     DiscsTask {
         name: "bernoulli-small",
         family: "bernoulli",
         doc: "d = 12 bits, θ ~ N(0, 0.5²)",
         source: "discs/models/configs/bernoulli_config.py:9 (σ); d reduced to enumerate",
+        trained: false,
         enumerable: true,
         build: |r| bernoulli(12, 0.5, r),
     },
@@ -203,6 +282,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "categorical",
         doc: "d = 6, K = 4, θ ~ N(0, 1.5²)",
         source: "discs/models/configs/categorical_config.py:7-8 (K, σ); d reduced to enumerate",
+        trained: false,
         enumerable: true,
         build: |r| categorical(6, 4, 1.5, r),
     },
@@ -211,6 +291,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "ising",
         doc: "3 × 4 open lattice, λ = 0.5, μ = 0.5, σ = 1.5",
         source: "discs/models/configs/ising_config.py:9-12 (λ, μ, σ); shape reduced to enumerate",
+        trained: false,
         enumerable: true,
         build: |r| ising(3, 4, 0.5, 0.5, 1.5, r),
     },
@@ -219,6 +300,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "potts",
         doc: "2 × 3 open lattice, K = 4, λ = 1, μ = 0.5, σ = 1.5",
         source: "discs/models/configs/potts_config.py:8-12 (λ, σ, K, μ); shape reduced to enumerate",
+        trained: false,
         enumerable: true,
         build: |r| potts(2, 3, 4, 1.0, 0.5, 1.5, r),
     },
@@ -227,6 +309,7 @@ pub static TASKS: &[DiscsTask] = &[
         family: "fhmm",
         doc: "L = 3, K = 3 binary chains, σ = 2, α = 0.1, β = 0.8",
         source: "discs/models/configs/fhmm_config.py:9-11 (σ, α, β); shape reduced to enumerate",
+        trained: false,
         enumerable: true,
         build: |r| fhmm(3, 3, r),
     },
@@ -235,8 +318,18 @@ pub static TASKS: &[DiscsTask] = &[
         family: "rbm",
         doc: "STAND-IN: untrained binary RBM, 12 visible, 4 hidden",
         source: "the stand-in of rbm-standin at an enumerable size",
+        trained: false,
         enumerable: true,
         build: |r| rbm_standin(12, 4, r),
+    },
+    DiscsTask {
+        name: "cat-rbm-small",
+        family: "cat-rbm",
+        doc: "untrained categorical RBM, 5 sites × K = 4, 3 hidden",
+        source: "the categorical RBM family of rbm-fashion-4-50 at an enumerable size",
+        trained: false,
+        enumerable: true,
+        build: |r| cat_rbm_standin(5, 4, 3, r),
     },
 ];
 
@@ -280,6 +373,12 @@ mod tests {
         assert_ne!(a.model().unwrap(), a.model_with_seed(1).unwrap());
         assert!(task("nope").unwrap_err().to_string().contains("unknown DISCS task \"nope\""));
         // Every command's model argument takes `discs:NAME`.
+        // A trained task without its file names the recipe (DLP_DATA_CACHE is not set by tests,
+        // so this reads the checkout's cache: skip the check where the recipe has run).
+        if !trained_path("rbm-fashion-8-50").exists() {
+            let e = task("rbm-fashion-8-50").unwrap_err().to_string();
+            assert!(e.contains("just reproduce discs-rbm"), "{e}");
+        }
         let loaded = crate::load_model(std::path::Path::new("discs:ising-small")).unwrap();
         assert_eq!(loaded, a.model().unwrap());
         let e = crate::load_model(std::path::Path::new("discs:nope")).unwrap_err().to_string();

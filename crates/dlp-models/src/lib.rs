@@ -6,7 +6,8 @@
 //! * [`Model`]: any of them, as read from a `dlp.model.v1` file by [`load_model`] /
 //!   [`parse_model_str`] (`gof.md` §10.3), written back by [`Model::to_json`]. Each file
 //!   `kind` is one module of [`kinds`] registering a [`ModelKind`].
-//! * [`FhmmModel`]: DISCS's factorial HMM posterior (kind `fhmm`); [`discs`]: DISCS's classical
+//! * [`FhmmModel`]: DISCS's factorial HMM posterior (kind `fhmm`); [`CatRbm`]: DISCS's
+//!   categorical RBM (kind `cat-rbm`); [`discs`]: DISCS's classical
 //!   tasks as named generators with fixed seeds, also read by [`load_model`] as `discs:NAME`.
 //! * [`samples`]: the samples file grammar of `gof.md` §10.2 (read and atomic write).
 //! * [`nmf`]: Bayesian Poisson NMF (paper 001 §6.1), a continuous target on (0, ∞)^((I+J)R)
@@ -15,6 +16,7 @@
 //! Errors display as the `gof.md` §10.5 lines without the leading `error: `.
 
 pub mod bnn;
+pub mod cat_rbm;
 pub mod categorical;
 pub mod couplings;
 pub mod discs;
@@ -33,6 +35,7 @@ pub mod samples;
 pub mod table;
 
 pub use bnn::BnnModel;
+pub use cat_rbm::CatRbm;
 pub use categorical::CategoricalModel;
 pub use couplings::{Couplings, LatticeSpec};
 pub use error::ModelError;

@@ -878,7 +878,7 @@ fn found_defects_stay_fixed() {
     // DEL and C1 controls, which JSON leaves unescaped, were printed raw.
     assert_eq!(
         json(&format!(r#"{{{base}: {{"\u007f": null}}, "d": 2}}"#)),
-        r#"m.json: unknown kind {"\u007f":null} (expected ising, potts, rbm, categorical, table, logistic, bnn or fhmm)"#
+        r#"m.json: unknown kind {"\u007f":null} (expected ising, potts, rbm, categorical, table, logistic, bnn, fhmm or cat-rbm)"#
     );
     assert_eq!(json(&format!(r#"{{{base}: "ising", "d": 2, "\u0085": 1}}"#)), r#"m.json: unknown key "\u0085""#);
     // A huge d or K was allocated (the process aborted), a large K checked in quadratic time.

@@ -35,9 +35,7 @@ pub enum TextError {
     },
 }
 
-/// `data/cache` of this checkout, or `$DLP_DATA_CACHE` when set (as `dlp_data`).
+/// `data/cache` of this checkout, or `$DLP_DATA_CACHE` when set ([`dlp_core::io::data_cache_dir`]).
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("DLP_DATA_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cache"))
+    dlp_core::io::data_cache_dir()
 }

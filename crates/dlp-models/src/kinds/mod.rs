@@ -22,6 +22,7 @@ pub static KINDS: &[&ModelKind] = &[
     &crate::logistic::KIND,
     &crate::bnn::KIND,
     &crate::fhmm::KIND,
+    &crate::cat_rbm::KIND,
 ];
 
 /// The registered kind called `name`.
