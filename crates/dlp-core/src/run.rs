@@ -236,12 +236,7 @@ where
     O: Observer,
     F: Fn(usize, usize) -> O + Sync,
 {
-    target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
-    let plan = RunPlan::of(sampler, target)?;
-    let start = |x: &[u32]| sampler.start(target, x);
-    let interrupt = target.capabilities().interrupt;
-    let check = || interrupt.and_then(|i| i.interrupted());
-    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, OnInterrupt::Fail, make_observer)
+    run_sampler(sampler, target, (x0, steps), options, OnInterrupt::Fail, make_observer)
 }
 
 /// As [`run_chains`], except that an interrupt stops the run instead of failing it: each
@@ -261,12 +256,29 @@ where
     O: Observer,
     F: Fn(usize, usize) -> O + Sync,
 {
+    run_sampler(sampler, target, (x0, steps), options, OnInterrupt::Stop, make_observer)
+}
+
+/// [`run_chains`] and [`run_chains_until_interrupted`]: a sampler's plan and starts, run by
+/// [`run_tasks`] with the target's interrupt poll.
+fn run_sampler<O, F>(
+    sampler: &dyn Sampler,
+    target: &dyn Target,
+    (x0, steps): (&[u32], usize),
+    options: &RunOptions,
+    on_interrupt: OnInterrupt,
+    make_observer: F,
+) -> Result<RunOutput<O>, SamplerError>
+where
+    O: Observer,
+    F: Fn(usize, usize) -> O + Sync,
+{
     target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
     let plan = RunPlan::of(sampler, target)?;
     let start = |x: &[u32]| sampler.start(target, x);
     let interrupt = target.capabilities().interrupt;
     let check = || interrupt.and_then(|i| i.interrupted());
-    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, OnInterrupt::Stop, make_observer)
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, on_interrupt, make_observer)
 }
 
 /// The runner shared by every state type: splits the chains into tasks (one task for
