@@ -46,8 +46,15 @@ def torch_f_grad(fn: Callable[[Any], Any], domain: str, k: Optional[int], dtype:
 
 
 def jax_f_grad(fn: Callable[[Any], Any], domain: str, k: Optional[int], dtype: Any) -> Callable[[np.ndarray], tuple]:
-    """The (f, ∇f) callback of a JAX energy (jit-compiled once per batch size), in ``dtype``
-    (float64 needs JAX's 64-bit mode, which this turns on when asked for it)."""
+    """The (f, ∇f) callback of a JAX energy, in ``dtype`` (float64 needs JAX's 64-bit mode,
+    which this turns on when asked for it).
+
+    jit compiles once per input shape, and samplers evaluate batches of varying size (the
+    chains that moved, a minibatch of proposals), so a batch of n rows is padded to the next
+    power of two by repeating its first row and the padding is dropped from f and ∇f: at most
+    ⌈log2 n_max⌉ + 1 compilations instead of one per distinct size. ``fn`` must treat rows
+    independently (one energy per row), which its contract already asks; then the padding
+    changes nothing in the rows returned."""
     import jax
     import jax.numpy as jnp
 
@@ -63,10 +70,13 @@ def jax_f_grad(fn: Callable[[Any], Any], domain: str, k: Optional[int], dtype: A
     value_and_grad = jax.jit(jax.value_and_grad(total, has_aux=True))
 
     def f_grad(x: np.ndarray) -> tuple:
-        t = jnp.asarray(_encode(x, domain, k), dtype=dtype)
+        n = len(x)
+        padded = 1 << max(n - 1, 0).bit_length()
+        rows = x if padded == n else np.concatenate([x, np.repeat(x[:1], padded - n, axis=0)])
+        t = jnp.asarray(_encode(rows, domain, k), dtype=dtype)
         (_, f), g = value_and_grad(t)
-        if f.shape != (len(x),):
-            raise ValueError(f"fn must return one number per state, shape ({len(x)},), got {f.shape}")
-        return np.asarray(f, dtype=np.float64), np.asarray(g, dtype=np.float64)
+        if f.shape != (padded,):
+            raise ValueError(f"fn must return one number per state, shape ({n},), got {f.shape}")
+        return np.asarray(f[:n], dtype=np.float64), np.asarray(g[:n], dtype=np.float64)
 
     return f_grad

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dlp_mcmc
-from energies import DOMAIN, B, H, J, check_f_and_grad, check_same_chains
+from energies import DOMAIN, B, H, J, builtin, check_f_and_grad, check_same_chains
 
 jax = pytest.importorskip("jax", reason="pip install 'jax[cpu]'")
 jnp = pytest.importorskip("jax.numpy", reason="pip install 'jax[cpu]'")
@@ -41,3 +41,27 @@ def test_bad_output():
     bad = dlp_mcmc.Model.from_jax(lambda s: s.sum(), 4, "spin")
     with pytest.raises(ValueError, match=r"fn must return one number per state, shape \(2,\), got \(\)"):
         bad.log_density_grad(np.ones((2, 4), dtype=np.int64))
+
+
+def test_batches_of_any_size_compile_once_per_power_of_two():
+    """jit traces once per input shape; batches padded to powers of two keep the number of
+    traces logarithmic in the largest batch, and the padded rows do not show in f and ∇f."""
+    traces = []
+
+    def energy(s):
+        traces.append(s.shape[0])  # Python code in a jitted function runs only while tracing
+        return ising_jax(s)
+
+    m = dlp_mcmc.Model.from_jax(energy, 4, "spin")
+    reference = builtin("ising")  # the built-in Rust Ising: f and ∇f without JAX
+    rng = np.random.default_rng(0)
+    for n in range(1, 34):
+        x = rng.choice([-1, 1], size=(n, 4))
+        f, g = m.log_density_grad(x)
+        assert f.shape == (n,) and g.shape == (n, 4)
+        f0, g0 = reference.log_density_grad(x)
+        np.testing.assert_allclose(f, f0, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-12)
+    # Sizes 1, 2, 4, …, 64: seven shapes (33 distinct sizes without the padding).
+    assert sorted(set(traces)) == [1, 2, 4, 8, 16, 32, 64], traces
+    assert len(traces) <= 7 * 2, traces  # value_and_grad may trace twice per shape at most
