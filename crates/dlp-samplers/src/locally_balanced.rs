@@ -260,6 +260,7 @@ pub const LB: SamplerSpec = SamplerSpec {
     needs_data: false,
     particles: false,
     wraps: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

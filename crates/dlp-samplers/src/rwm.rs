@@ -217,6 +217,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     needs_data: false,
     particles: false,
     wraps: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),

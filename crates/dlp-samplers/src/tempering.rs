@@ -480,6 +480,7 @@ pub const PT: SamplerSpec = SamplerSpec {
     needs_data: false,
     particles: false,
     wraps: true,
+    augmented: false,
     not_ergodic_on: crate::spec::ergodic_everywhere,
     target_accept: crate::dual_averaging::MALA_TARGET_ACCEPT,
     adapt: Some(Tempering::adapt),
