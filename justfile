@@ -81,35 +81,47 @@ test:
         cargo test --workspace
     fi
 
-# The wheel is abi3 (one file for every CPython >= 3.9) and manylinux (maturin checks the
-# glibc symbols it links); `--strip` drops debug symbols. Extra arguments go to `maturin build`
-# (e.g. `--profile dev`, as `just test-python` builds it). maturin comes from PyPI.
-# Build the Python package's wheel (dlp-mcmc) into dist/ with maturin, in release
+# The wheel is abi3 (one file for every CPython >= 3.9) and manylinux: maturin tags it with the
+# lowest manylinux policy its glibc symbols allow and, with `--auditwheel check` (the default
+# here, instead of maturin's silent `repair`), fails if it needs a library outside the policy;
+# then scripts/audit_wheel.py checks the tags (cp39-abi3, manylinux) and the wheel against
+# PyPI's `auditwheel show`, failing on a wheel tagged for a glibc older than it needs. `--strip`
+# drops debug symbols. Extra arguments go to `maturin build` (e.g. `--profile dev`, as `just
+# test-python` builds it). maturin and auditwheel come from PyPI.
+# Build the Python package's wheel (dlp-mcmc) into dist/ with maturin, in release, and audit it
 wheel *args:
     #!/usr/bin/env bash
     set -euo pipefail
-    maturin=$(just _py-tools)/bin/maturin
+    tools=$(just _py-tools)
     defaults=()
     [[ " $* " == *" --profile "* ]] || defaults+=(--release)
     [[ " $* " == *" --out "* ]] || defaults+=(--out dist)
-    "$maturin" build --manifest-path python/Cargo.toml --strip "${defaults[@]}" "$@"
+    [[ " $* " == *" --auditwheel "* ]] || defaults+=(--auditwheel check)
+    out=dist
+    args=("$@")
+    for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[i]}" != --out ] || out=${args[i + 1]}; done
+    start=$SECONDS
+    "$tools/bin/maturin" build --manifest-path python/Cargo.toml --strip "${defaults[@]}" "$@"
+    wheel=$(ls -t "$out"/dlp_mcmc-*.whl | head -n 1)
+    echo "wheel: $(basename "$wheel"), $(du -k "$wheel" | cut -f1) KiB, built in $((SECONDS - start)) s"
+    "$tools/bin/python" scripts/audit_wheel.py --auditwheel "$tools/bin/auditwheel" "$wheel"
 
-# A virtual environment for building wheels (maturin), kept in the Cargo target directory;
-# prints its path.
+# A virtual environment for building and auditing wheels (maturin, auditwheel), kept in the
+# Cargo target directory; prints its path.
 [private]
 _py-tools:
     #!/usr/bin/env bash
     set -euo pipefail
     venv="${CARGO_TARGET_DIR:-target}/py-tools"
-    if [ ! -x "$venv/bin/maturin" ]; then
+    if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/auditwheel" ]; then
         python3 -m venv "$venv" >&2
-        "$venv/bin/python" -m pip install --quiet "maturin>=1.7,<2" >&2
+        "$venv/bin/python" -m pip install --quiet "maturin>=1.7,<2" "auditwheel>=6" >&2
     fi
     realpath "$venv"
 
 # `profile` is the Cargo profile of the extension: dev (default) reuses what `just test`
 # built, so CI compiles little more; `just test-python release` tests what `just wheel` ships.
-# The wheel is built once, installed into a fresh virtual environment (with its dependencies,
+# The wheel is built once (and audited: `just wheel`), installed into a fresh virtual environment (with its dependencies,
 # ArviZ, pytest and hypothesis from PyPI) and pytest runs with that environment's Python from the repository
 # root, so the tests import the installed package, never python/dlp_mcmc (test_installed.py
 # checks); its exit code 5 (no test collected) is a failure.
@@ -208,6 +220,15 @@ bench *args:
 # Our samplers vs a port of the official PyTorch code, same run (--quick: ~2 minutes)
 bench-peer *args:
     bash scripts/bench_peer.sh "$@"
+
+# `just bench-peer-discs [--quick] [--seed S] [--chains C] [--steps N] [--tasks a,b] [--no-paper]
+# [OUTDIR]`: DISCS's own DMALA, GWG and path-auxiliary samplers (bench/peer/discs_jax.py, current
+# JAX on the CPU, set up by bench/peer/setup.sh --jax) and ours (`dlp discs`) on DISCS's Ising,
+# Potts and RBM tasks, one run, one ESS estimator → results/bench/discs-peer.{csv,json,md} and the
+# ratio table in paper/performance.md and paper/discs.md.
+# DISCS's samplers in JAX vs ours, same run, ESS per second (--quick: seconds + JAX compile)
+bench-peer-discs *args:
+    bash scripts/bench_peer_discs.sh "$@"
 
 # Format the tree.
 fmt:

@@ -97,7 +97,11 @@ json.dump(dict(command="just bench-peer", device=device, seed=int(seed), quick=q
                load1_by_phase=loads, finished_utc=datetime.datetime.now(datetime.timezone.utc).isoformat()),
           open(f, "w"), indent=1)
 EOF
-# Replace OUTDIR as a whole: the new directory is complete before it takes the name.
+# Replace OUTDIR as a whole: the new directory is complete before it takes the name. The
+# DISCS peer's files (`just bench-peer-discs`, discs-peer.*) are another command's and stay.
+for f in "$out"/discs-peer.csv "$out"/discs-peer.json "$out"/discs-peer.md; do
+  if [ -e "$f" ]; then cp "$f" "$tmp/"; fi
+done
 if [ -e "$out" ]; then mv "$out" "$tmp.old"; fi
 mv "$tmp" "$out"
 rm -rf "$tmp.old"

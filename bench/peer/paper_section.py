@@ -4,13 +4,18 @@
 or, the first time, in a new section at the end of the page. The page is rewritten atomically.
 
     python3 paper_section.py paper/performance.md cpu results/bench/ratios.md
+    python3 paper_section.py paper/discs.md discs results/bench/discs-peer.md
 """
 import os
 import sys
 import tempfile
 
 HEADING = {"cpu": "## Peer comparison from a fresh clone: `just bench-peer`",
-           "cuda": "## Peer comparison on a GPU: `just bench-peer --device cuda`"}
+           "cuda": "## Peer comparison on a GPU: `just bench-peer --device cuda`",
+           "discs": "## DISCS's own samplers, same run: `just bench-peer-discs`"}
+COMMAND = {"cpu": ("just bench-peer", "scripts/bench_peer.sh", "results/bench/"),
+           "cuda": ("just bench-peer --device cuda", "scripts/bench_peer.sh", "results/bench/"),
+           "discs": ("just bench-peer-discs", "scripts/bench_peer_discs.sh", "results/bench/discs-peer.{csv,json,md}")}
 
 
 def splice(page, device, body):
@@ -22,14 +27,14 @@ def splice(page, device, body):
         return page[:i] + block + page[j + len(end):]
     if i >= 0 or j >= 0:
         raise ValueError("only one of %s / %s is in the page" % (begin, end))
-    note = ("Written by `just bench-peer%s` (`scripts/bench_peer.sh`); the next run replaces the "
-            "block below. The raw records are in `results/bench/`." % ("" if device == "cpu" else " --device cuda"))
+    note = ("Written by `%s` (`%s`); the next run replaces the block below. The raw records are in "
+            "`%s`." % COMMAND[device])
     return page.rstrip("\n") + "\n\n%s\n\n%s\n\n%s\n" % (HEADING[device], note, block)
 
 
 def main():
     if len(sys.argv) != 4 or sys.argv[2] not in HEADING:
-        sys.exit("error: usage: paper_section.py PAGE.md cpu|cuda RATIOS.md")
+        sys.exit("error: usage: paper_section.py PAGE.md cpu|cuda|discs RATIOS.md")
     page_path, device, body_path = sys.argv[1:]
     try:
         with open(page_path) as f:

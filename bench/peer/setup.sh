@@ -3,6 +3,12 @@
 # line); everything else goes to stderr. Idempotent: a second run only checks.
 #
 #   bash bench/peer/setup.sh [--device cpu|cuda] [--print-python]
+#   bash bench/peer/setup.sh --jax      (the DISCS peer, bench/peer/discs_jax.py)
+#
+# --jax: a Python with current JAX for the CPU from PyPI (`jax[cpu]`, numpy), in a venv made
+#   from python3 in $PEER_JAX_VENV (default ${XDG_CACHE_HOME:-$HOME/.cache}/dlp-peer/venv-jax),
+#   as `.ci/run` installs JAX for the Python tests; PEER_PYTHON overrides it (checked only).
+#   One error line if pip cannot install it.
 #
 # cpu (default): Debian's CPU-only PyTorch (python3-torch 1.13.1, python3-numpy,
 #   libopenblas0-openmp; ~190 MB of .debs on a bare machine), installed with apt-get when we
@@ -19,19 +25,38 @@
 # Also compiles the C floor (bench/peer/floor_dula.c) next to the venv when cc exists.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-device=cpu print_only=0
+device=cpu print_only=0 want_jax=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --jax) want_jax=1 ;;
     --device) device="${2:-}"; shift ;;
     --device=*) device="${1#--device=}" ;;
     --print-python) print_only=1 ;;
-    *) echo "error: setup.sh: unknown argument $1 (usage: setup.sh [--device cpu|cuda] [--print-python])" >&2; exit 2 ;;
+    *) echo "error: setup.sh: unknown argument $1 (usage: setup.sh [--device cpu|cuda] [--print-python] | --jax)" >&2; exit 2 ;;
   esac
   shift
 done
 case "$device" in cpu | cuda) ;; *) echo "error: setup.sh: --device must be cpu or cuda, got '$device'" >&2; exit 2 ;; esac
 say() { echo "setup: $*" >&2; }
 die() { echo "error: $*" >&2; exit 2; }
+
+# The DISCS peer: JAX on the CPU, from PyPI.
+if [ "$want_jax" = 1 ]; then
+  jax_ok() { "$1" -c 'import jax, jax.numpy as jnp, numpy; assert float(jnp.ones(3).sum()) == 3.0' 2>/dev/null; }
+  if [ -n "${PEER_PYTHON:-}" ]; then
+    jax_ok "$PEER_PYTHON" || die "PEER_PYTHON=$PEER_PYTHON cannot import jax (pip install 'jax[cpu]' numpy)"
+    echo "$PEER_PYTHON"; exit 0
+  fi
+  venv="${PEER_JAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/dlp-peer/venv-jax}"
+  if ! jax_ok "$venv/bin/python"; then
+    say "creating $venv with jax[cpu] and numpy from PyPI"
+    mkdir -p "$(dirname "$venv")"
+    { python3 -m venv "$venv" && "$venv/bin/python" -m pip install --quiet "jax[cpu]" numpy; } >&2 2>/dev/null ||
+      die "cannot install jax[cpu] into $venv from PyPI (python3 -m venv + pip failed; or set PEER_PYTHON to a Python with jax)"
+    jax_ok "$venv/bin/python" || die "jax in $venv does not run (remove $venv and rerun)"
+  fi
+  echo "$venv/bin/python"; exit 0
+fi
 
 # torch + numpy import and autograd gives the right gradient (on the GPU for cuda).
 probe() {

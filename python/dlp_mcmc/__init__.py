@@ -27,7 +27,7 @@ import numpy as np
 from . import _dlp
 from . import gof
 
-__all__ = ["Model", "Sample", "sample", "exact", "Exact", "logz", "LogZ", "samplers", "sampler_options", "gof",
+__all__ = ["Model", "Sample", "SamplingInterrupted", "sample", "exact", "Exact", "logz", "LogZ", "samplers", "sampler_options", "gof",
            "__version__"]
 __version__: str = _dlp.__version__
 
@@ -146,10 +146,22 @@ class Model:
     def from_torch(fn: Callable[[Any], Any], d: int, domain: str, *, k: Optional[int] = None, dtype: Any = None,
                    device: Any = None) -> "Model":
         """A model given by a PyTorch energy ``fn`` (a batch of states → f, one per row); ∇f
-        by autograd (see :mod:`dlp_mcmc.autograd`). ``dtype`` defaults to ``torch.float64``;
-        ``device`` (default CPU) is where the states are made and ``fn`` runs: with a CUDA
-        device each step copies the batch there and f, ∇f back (the samplers run on the CPU).
-        Needs torch (``pip install 'dlp-mcmc[torch]'``)."""
+        by autograd (see :mod:`dlp_mcmc.autograd`). ``dtype`` defaults to ``torch.float64``.
+        Needs torch (``pip install 'dlp-mcmc[torch]'``).
+
+        Devices: each sampler step makes the batch with ``torch.as_tensor(..., dtype,
+        device=device)`` on ``device`` (default ``torch.device("cpu")``; nothing is inferred
+        from ``fn`` or its tensors), runs ``fn`` and the backward pass there, and copies f
+        (n) and ∇f (n × d, or n × d × k) back to the host as float64 (``.to("cpu")``, which
+        waits for the device). So with ``device="cuda"`` (or ``"cuda:1"``) every step copies
+        the batch to the GPU and the results back, one round trip per step, while the
+        samplers, their random numbers and the chains stay on the CPU; results then equal a
+        CPU run's up to the GPU's rounding, not bit for bit (the chains of a seed may differ).
+        Tensors ``fn`` holds (weights) must be on ``device`` too: a mismatch fails at the first
+        evaluation with ``ValueError`` carrying torch's device error. A CUDA tensor is never
+        handed to ``fn`` unless ``device`` says so. Not run on a GPU (none in CI or on the
+        development machine): the placement path is tested with torch's data-less ``"meta"``
+        device standing in for one."""
         from .autograd import torch_f_grad
         return Model.from_callable(d, domain, torch_f_grad(fn, domain, k, dtype, device), k=k)
 
@@ -159,7 +171,16 @@ class Model:
         """A model given by a JAX energy ``fn`` (a batch of states → f, one per row); ∇f by
         ``jax.value_and_grad``, jit-compiled (see :mod:`dlp_mcmc.autograd`). ``dtype`` defaults
         to float64, which turns on JAX's 64-bit mode. Needs jax (``pip install
-        'dlp-mcmc[jax]'``)."""
+        'dlp-mcmc[jax]'``).
+
+        Devices: there is no ``device`` argument. Each step makes the batch with
+        ``jnp.asarray``, which puts it on JAX's default device (``jax.devices()[0]``, or the
+        one set by ``jax.default_device``); the jitted f and ∇f run where that array is, and
+        ``np.asarray`` copies them back to the host. With a CUDA build of jaxlib that sees a
+        GPU, that default is the GPU: every step then copies the batch there and f, ∇f back,
+        while the samplers and chains stay on the CPU (results equal a CPU run's up to the
+        GPU's rounding). Not run on a GPU (none in CI or on the development machine; the
+        ``[jax]`` extra installs the CPU build): unverified there."""
         from .autograd import jax_f_grad
         return Model.from_callable(d, domain, jax_f_grad(fn, domain, k, dtype), k=k)
 
@@ -248,7 +269,9 @@ class Sample:
     ``step_size_min`` (as used, adapted or given), ``warmup_steps`` (run by the adaptation
     before the recorded steps), ``ladder`` (parallel tempering's inverse temperatures, as given or
     adapted; None for other samplers, and when the default 1, ½, ¼, … ran unadapted: a
-    one-window warm-up spends its window on the inner step size). With the trace, each kept step's records per chain (kept steps
+    one-window warm-up spends its window on the inner step size), ``steps`` (the steps after
+    the warm-up that every chain ran: all of them, unless ``interrupted``, the result of an
+    interrupted run, :class:`SamplingInterrupted`). With the trace, each kept step's records per chain (kept steps
     × chains): ``step_accepted``, ``step_accept_prob``, ``step_changed``.
     :meth:`to_arviz` gives ArviZ's DataTree.
     """
@@ -264,6 +287,8 @@ class Sample:
     step_size_min: Optional[float]
     warmup_steps: int
     ladder: Optional[list] = None
+    steps: int = 0
+    interrupted: bool = False
     step_accepted: Optional[np.ndarray] = None
     step_accept_prob: Optional[np.ndarray] = None
     step_changed: Optional[np.ndarray] = None
@@ -337,9 +362,14 @@ def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: in
     Run settings are keyword-only: ``init`` is ``"random"`` (uniform, from ``seed``, as ``dlp
     sample``), ``"zeros"`` (first value of every coordinate) or a chains × d array of model
     values; with ``trace=True`` the states after step ``burn_in`` are kept every ``thin``
-    steps; the same seed gives the same arrays for any ``threads`` (None = one per core);
-    Ctrl-C stops the run at the end of its current step and raises KeyboardInterrupt saying
-    how many steps ran.
+    steps; the same seed gives the same arrays for any ``threads`` (None = one per core).
+
+    Ctrl-C stops the run at the end of its current step and raises :class:`SamplingInterrupted`
+    (a ``KeyboardInterrupt``) whose ``partial`` is the :class:`Sample` of the steps every chain
+    completed (``interrupted=True``, ``steps`` of them after the warm-up): the same arrays as
+    an uninterrupted run of that many steps with the same seed, since chains that were behind
+    are first brought to the step of the furthest one. Ctrl-C during the step-size warm-up
+    leaves ``partial`` None (nothing is kept before the warm-up ends).
 
     ``**options`` are the sampler's own parameters, checked against the registry's (see
     :func:`sampler_options`): ``step_size`` (α; ``"auto"`` adapts it over ``burn_in``
@@ -372,7 +402,23 @@ def sample(model: Model, sampler: str = "dmala", *, chains: int = 100, steps: in
     finally:
         if bar is not None:
             bar.close()
-    return Sample(**raw, model=model)
+    interrupt = raw.pop("interrupt", None)
+    message = raw.pop("interrupt_message", None)
+    result = Sample(**raw, model=model) if raw else None
+    if interrupt is not None:
+        raise SamplingInterrupted(message, result) from interrupt
+    return result
+
+
+class SamplingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`sample` (a ``KeyboardInterrupt``, so ``except KeyboardInterrupt``
+    still catches it). ``partial``: the :class:`Sample` of the steps every chain completed
+    (``partial.interrupted`` is True, ``partial.steps`` says how many after the warm-up), or
+    None when the interrupt came during the step-size warm-up."""
+
+    def __init__(self, message: str, partial: Optional["Sample"]) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class _Bar:

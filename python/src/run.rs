@@ -5,9 +5,11 @@
 //! without the GIL, waking every 50 ms to let Python run its signal handlers: Python only
 //! runs them on the main thread, so a run that held that thread in Rust could not be
 //! interrupted. A pending KeyboardInterrupt sets a flag that the [`Guarded`] target reports
-//! as an evaluation error and as its interrupt capability, which the runner polls after every
-//! step; the run stops there and
-//! the exception is re-raised. A Python callback model runs as one task on one thread, so its
+//! as its interrupt capability, which the runner polls after every step: the step-size
+//! warm-up then fails (nothing to return), while the kept run stops with what ran, every chain
+//! after the same number of steps (`dlp_core::run_chains_until_interrupted`), which is
+//! returned beside the exception for the Python layer to raise with (`SamplingInterrupted`).
+//! A Python callback model runs as one task on one thread, so its
 //! function is called once per sampler step with every chain (and never from two threads).
 
 use crate::{PyModel, count, count_opt, py_err, to_indices, to_values, value_error};
@@ -34,14 +36,20 @@ pub fn check_step_size(step_size: Option<f64>) -> PyResult<()> {
     }
 }
 
-/// A target that forwards everything to `inner` and reports an interrupt as an evaluation
-/// error: from `evaluate`, and as its [`Interrupt`] capability, which the runner polls after
-/// every step (fast paths may never call `evaluate` inside a step), so the run stops at the
-/// end of the current step.
+/// A target that forwards everything to `inner` and reports an interrupt as its [`Interrupt`]
+/// capability, which the runner polls after every step, so the run stops at the end of the
+/// current step. (`evaluate` does not fail on it: a step cut short would be an evaluation error,
+/// which loses the kept run's partial result.)
 struct Guarded<'a> {
     inner: &'a dyn Target,
     stop: Stop<'a>,
 }
+
+/// The device and message of the interrupt's error, by which a warm-up that failed on it is
+/// told from one that failed on its own.
+const INTERRUPT_DEVICE: &str = "python";
+/// See [`INTERRUPT_DEVICE`].
+const INTERRUPTED: &str = "interrupted";
 
 /// The interrupt flag set by the waiting thread.
 struct Stop<'a>(&'a AtomicBool);
@@ -50,7 +58,7 @@ impl Interrupt for Stop<'_> {
     fn interrupted(&self) -> Option<EvalError> {
         self.0
             .load(Ordering::Relaxed)
-            .then(|| EvalError::Device { device: "python".into(), message: "interrupted".into() })
+            .then(|| EvalError::Device { device: INTERRUPT_DEVICE.into(), message: INTERRUPTED.into() })
     }
 }
 
@@ -59,9 +67,6 @@ impl Target for Guarded<'_> {
         self.inner.space()
     }
     fn evaluate(&self, xs: &[u32], batch: Batch<'_>, f: &mut [f64], grad: Option<&mut [f64]>) -> Result<(), EvalError> {
-        if let Some(e) = self.stop.interrupted() {
-            return Err(e);
-        }
         self.inner.evaluate(xs, batch, f, grad)
     }
     fn capabilities(&self) -> Capabilities<'_> {
@@ -212,7 +217,10 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 /// `burn_in` warm-up steps (half of `steps` when 0). Returns a dict of numpy arrays:
 /// `final` (chains × d values), `trace` (kept × chains × d, or None), `trace_steps`,
 /// `accept_rate` and `accept_prob` (per chain, mean over the steps after the warm-up),
-/// `changed` (per chain, mean coordinates changed per step), and the step sizes used.
+/// `changed` (per chain, mean coordinates changed per step), the step sizes used, `steps`
+/// (kept-run steps completed) and `interrupted`. After Ctrl-C it returns instead of raising:
+/// the dict also holds `interrupt` (the KeyboardInterrupt) and `interrupt_message`, and only
+/// those two when the interrupt came during the warm-up; the Python layer raises.
 #[pyfunction]
 #[pyo3(signature = (model, sampler, *, chains, steps, burn_in, thin, seed, threads=None, init=None, random_init=true, keep_trace=false, progress=None, options=None))]
 #[allow(clippy::too_many_arguments)]
@@ -338,28 +346,59 @@ pub fn sample<'py>(
     });
     let last = report(py);
     let interrupt = interrupt.or(last.err());
-    if let Some(e) = interrupt {
-        // Ctrl-C: the run stopped at the end of its current step; say how far it got.
-        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
-            let total = chains as u64 * steps as u64;
-            let ran = done.load(Ordering::Relaxed);
-            let k = pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
-                "sampling interrupted after {ran} of {total} chain-steps ({} of {steps} steps); no result is returned",
-                ran / chains.max(1) as u64
-            ));
-            k.set_cause(py, Some(e));
-            return Err(k);
-        }
-        return Err(e);
-    }
-    crate::raise_callback_error(model)?;
-    let ran = match result {
-        Some(r) => r.map_err(|e| py_err(CliError::from_run(e)))?,
-        None => return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error: the sampling thread failed")),
+    // An exception other than KeyboardInterrupt from a signal handler is raised as it is.
+    let interrupt = match interrupt {
+        Some(e) if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => return Err(e),
+        i => i,
     };
-    let (output, steps) = (&ran.output, ran.steps);
-    let d = space.d;
+    let ran = match (result, &interrupt) {
+        (Some(Ok(r)), _) => Some(r),
+        // Ctrl-C in the warm-up, which fails on it (the kept run stops instead): nothing to keep.
+        (Some(Err(SamplerError::Eval(EvalError::Device { device, message }))), Some(_))
+            if device == INTERRUPT_DEVICE && message == INTERRUPTED =>
+        {
+            None
+        }
+        (Some(Err(e)), _) => {
+            crate::raise_callback_error(model)?;
+            return Err(py_err(CliError::from_run(e)));
+        }
+        (None, _) => {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error: the sampling thread failed"));
+        }
+    };
     let out = PyDict::new(py);
+    let Some(ran) = ran else {
+        let Some(e) = interrupt else { unreachable!("no run without an interrupt") };
+        // A callback's exception kept from the cut-short warm-up is dropped with it.
+        let _ = crate::raise_callback_error(model);
+        out.set_item("interrupt", e.value(py))?;
+        out.set_item(
+            "interrupt_message",
+            "sampling interrupted during the step-size warm-up; nothing is kept before the warm-up ends \
+             (.partial is None)",
+        )?;
+        return Ok(out);
+    };
+    crate::raise_callback_error(model)?;
+    // The steps of the kept run that every chain completed (all of them unless interrupted).
+    let kept = ran.output.stopped.as_ref().map_or(ran.steps, |s| s.steps);
+    if let Some(e) = interrupt {
+        out.set_item("interrupt", e.value(py))?;
+        out.set_item(
+            "interrupt_message",
+            format!(
+                "sampling interrupted after {} of {steps} steps (every chain; {} of them warm-up); \
+                 the exception's .partial holds the result of those steps",
+                ran.warmup_steps + kept,
+                ran.warmup_steps
+            ),
+        )?;
+    }
+    out.set_item("steps", kept)?;
+    out.set_item("interrupted", ran.output.stopped.is_some())?;
+    let (output, steps) = (&ran.output, kept);
+    let d = space.d;
     out.set_item("final", to_values(py, &space, &output.final_states)?)?;
     let per_step = |v: Vec<f64>| PyArray1::from_vec(py, v.into_iter().map(|x| x / steps.max(1) as f64).collect());
     let mut acc = Vec::with_capacity(chains);

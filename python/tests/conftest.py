@@ -2,6 +2,7 @@
 (built on demand) whose output the package must reproduce."""
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -29,6 +30,16 @@ def pytest_runtest_makereport(item, call):
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
         rep.outcome = "failed"
         rep.longrepr = f"skipped under CI / DLP_REQUIRE_ALL=1, where a test may not pass by skipping: {reason}"
+
+
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler in every test: a process started with SIGINT ignored (a
+    shell's background job) has none, and then neither Ctrl-C nor `_thread.interrupt_main`
+    reaches the Ctrl-C tests, whose runs would never end."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 @pytest.fixture(scope="session")

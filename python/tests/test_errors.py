@@ -134,3 +134,18 @@ def test_ctrl_c_inside_a_callback_is_a_keyboard_interrupt():
     m = dlp_mcmc.Model.from_callable(3, "binary", interrupted)
     with pytest.raises(KeyboardInterrupt):
         dlp_mcmc.sample(m, "dmala", chains=2, steps=10)
+
+
+@pytest.mark.parametrize("sampler,step_size", [("dmala", 0.5), ("gibbs", None), ("gwg", None)])
+def test_callback_raising_inside_exact_rows_is_a_value_error(sampler, step_size):
+    # The exact rows evaluate every state; the callback fails on one of them. The error comes
+    # back as the run's does (before: the transition row panicked).
+    def fails_at_ones(x):
+        if (x == 1).all(axis=1).any():
+            raise ZeroDivisionError("division by zero")
+        return x.sum(axis=1) * 0.3, np.full(x.shape, 0.3)
+
+    m = dlp_mcmc.Model.from_callable(3, "binary", fails_at_ones)
+    with pytest.raises(ValueError, match="log_density_grad raised ZeroDivisionError: division by zero") as e:
+        dlp_mcmc.exact(m, sampler, step_size=step_size)
+    assert isinstance(e.value.__cause__, ZeroDivisionError)

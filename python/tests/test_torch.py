@@ -50,3 +50,28 @@ def test_dtype_and_bad_output():
     bad = dlp_mcmc.Model.from_torch(lambda s: s.sum(), 4, "spin")
     with pytest.raises(ValueError, match=r"fn must return one number per state, shape \(2,\), got \(\)"):
         bad.log_density_grad(np.ones((2, 4), dtype=np.int64))
+
+
+def test_device_placement_states_on_the_given_device_results_back_on_the_host():
+    """The device branch of from_torch, with torch's data-less "meta" device standing in for a
+    GPU (there is none here): the batch is made on `device` (CPU when none is given), and f
+    and ∇f are copied back to the host; from a meta tensor that copy fails, which must stop the
+    run as the callback's ValueError naming torch's message."""
+    seen = []
+
+    def fn(s):
+        seen.append((s.device.type, s.dtype, s.requires_grad))
+        return (s * s).sum(-1)
+
+    x = np.ones((2, 4), dtype=np.int64)
+    dlp_mcmc.Model.from_torch(fn, 4, "spin").log_density_grad(x)
+    assert seen == [("cpu", torch.float64, True)]
+    seen.clear()
+    meta = dlp_mcmc.Model.from_torch(fn, 4, "spin", device="meta")
+    with pytest.raises(ValueError, match="Cannot copy out of meta tensor"):
+        meta.log_density_grad(x)
+    assert seen == [("meta", torch.float64, True)]
+    seen.clear()
+    with pytest.raises(ValueError, match="Cannot copy out of meta tensor"):
+        dlp_mcmc.sample(meta, "dmala", step_size=0.4, chains=3, steps=2, progress=False)
+    assert seen == [("meta", torch.float64, True)]

@@ -2,20 +2,18 @@
 //! DISCS's classical tasks ([`dlp_models::discs`]), scored by DISCS's ESS of the distance to a
 //! random reference state ([`dlp_core::stats::DiscsEss`]) per energy evaluation and per second.
 //!
-//! One cell = one (task, sampler): uniform random initial states and reference state (DISCS's
-//! `get_init_samples`), a burn-in of ⌊L·r⌋ steps — spent adapting the step size, frozen
-//! afterwards, for samplers that adapt (DISCS keeps adapting through the kept steps; we keep
-//! the kept kernel fixed so that it is the exact suite's kernel) — then the kept steps, whose
-//! statistic, evaluations and sampler time are recorded.
+//! One cell = one (task, sampler), run by `dlp_session::discs::run_cell` (shared with `dlp
+//! discs`, our side of the JAX peer): uniform random initial states and reference state,
+//! a burn-in of ⌊L·r⌋ steps (ten adaptation windows for samplers that adapt, frozen after),
+//! then the kept steps, whose statistic, evaluations and sampler time are recorded.
 
 use anyhow::Result;
-use dlp_core::stats::{DiscsEss, discs_distance};
-use dlp_core::{Observer, RunOptions, Sampler, Space, States, StepContext, StepInfo, Target, run_chains, setup_rng};
+use dlp_core::stats::discs_distance;
+use dlp_core::{RunOptions, Target};
 use dlp_exact::mean_variance;
-use dlp_samplers::adapt::{AdaptOptions, adapt_step_size, default_target_accept};
+use dlp_samplers::SamplerSpec;
 use dlp_samplers::registry::{Param, REGISTRY, find};
-use dlp_samplers::{SamplerParams, SamplerSpec, build_sampler};
-use rand::RngExt;
+pub use dlp_session::discs::{Cell, initial_and_reference};
 use serde::{Deserialize, Serialize};
 
 /// DISCS's configuration of a family where it has one (`discs/samplers/configs/*.py`):
@@ -52,138 +50,19 @@ pub fn samplers() -> Vec<(String, &'static SamplerSpec, Option<String>)> {
         .collect()
 }
 
-/// What one (task, sampler) cell measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Cell {
-    /// Mean over chains of the per-chain ESS.
-    pub ess: f64,
-    /// Standard deviation of the per-chain ESS.
-    pub ess_std: f64,
-    /// Energy evaluations per chain in the kept steps (density + gradient evaluations of one
-    /// state, as the sampler's `StepInfo` counts them).
-    pub evals_per_chain: f64,
-    /// Sampler seconds of the kept steps, all chains (time inside `step`, summed over tasks).
-    pub seconds: f64,
-    /// Mean acceptance probability in the kept steps.
-    pub accept: f64,
-    /// The step size used (adapted, or the row's test value), if the sampler takes one.
-    pub step_size: Option<f64>,
-    /// How the step size was chosen.
-    pub step_size_source: String,
-    /// Mean of the statistic over chains and kept steps.
-    pub stat_mean: f64,
-}
-
-impl Cell {
-    /// ESS per energy evaluation: mean ESS / kept evaluations per chain (DISCS's
-    /// `ess / (num_ll_calls · ess_ratio)` at ratio ½ with a constant cost per step).
-    pub fn per_eval(&self) -> f64 {
-        self.ess / self.evals_per_chain
-    }
-
-    /// ESS per second of sampler time for all chains (DISCS: per wall second of its batched step).
-    pub fn per_second(&self) -> f64 {
-        self.ess / self.seconds
-    }
-}
-
-/// Records the statistic of every chain at every step, evaluations, acceptance.
-struct StatObserver<'a> {
-    reference: &'a [u32],
-    d: usize,
-    series: Vec<Vec<f64>>,
-    evals: f64,
-    accept: f64,
-    steps: usize,
-}
-
-impl Observer for StatObserver<'_> {
-    fn observe(&mut self, _: &StepContext, states: States<'_>, info: &[StepInfo]) {
-        for (row, s) in states.positions().chunks_exact(self.d).zip(&mut self.series) {
-            s.push(discs_distance(row, self.reference));
-        }
-        for i in info {
-            self.evals += f64::from(i.density_evals + i.grad_evals);
-            self.accept += i.accept_prob;
-        }
-        self.steps += 1;
-    }
-}
-
-/// Runs one cell: sampler `name` on `target` with `chains` chains for `burn` + `kept` steps.
+/// Runs one cell (`dlp_session::discs::run_cell`) from DISCS's initial states and reference
+/// state for `seed`.
 pub fn run_cell(
     target: &dyn Target,
     name: &str,
     spec: &SamplerSpec,
-    (chains, burn, kept): (usize, usize, usize),
+    shape: (usize, usize, usize),
     seed: u64,
     threads: usize,
-) -> Result<Cell> {
-    let space = target.space();
-    let (mut x0, reference) = initial_and_reference(space, chains, seed);
+) -> Result<Cell, dlp_core::SamplerError> {
+    let (x0, reference) = initial_and_reference(target.space(), shape.0, seed);
     let opts = RunOptions { seed, threads, chains_per_task: 0 };
-    let adapts = spec.adapts_step_size() || spec.adapt.is_some();
-    let (params, source) = if adapts && burn > 0 {
-        let a = AdaptOptions {
-            warmup: burn,
-            target_accept: default_target_accept(name),
-            window: (burn / 10).max(1),
-            ..Default::default()
-        };
-        let adapted = adapt_step_size(name, &SamplerParams::default(), target, &x0, &a, &opts)?;
-        x0 = adapted.positions.clone();
-        let p = SamplerParams {
-            step_size: adapted.step_size,
-            step_size_min: adapted.step_size_min,
-            ladder: adapted.ladder.clone(),
-            ..Default::default()
-        };
-        (p, format!("adapted in burn-in toward acceptance {}", default_target_accept(name)))
-    } else if spec.takes(Param::StepSize) {
-        (
-            SamplerParams { step_size: spec.tests.step_size, ..Default::default() },
-            "the row's test value (not tuned)".into(),
-        )
-    } else {
-        (SamplerParams::default(), "none".into())
-    };
-    let sampler: Box<dyn Sampler> = build_sampler(name, &params)?;
-    if !adapts && burn > 0 {
-        x0 = run_chains(sampler.as_ref(), target, &x0, burn, &opts, |_, _| ())?.final_states;
-    }
-    let out = run_chains(sampler.as_ref(), target, &x0, kept, &opts, |_, n| StatObserver {
-        reference: &reference,
-        d: space.d,
-        series: vec![Vec::with_capacity(kept); n],
-        evals: 0.0,
-        accept: 0.0,
-        steps: 0,
-    })?;
-    let series: Vec<f64> = out.observers.iter().flat_map(|o| o.series.iter().flatten().copied()).collect();
-    let ess = DiscsEss::of(&series, chains);
-    let evals: f64 = out.observers.iter().map(|o| o.evals).sum();
-    let accept: f64 = out.observers.iter().map(|o| o.accept).sum();
-    let n = (chains * kept).max(1) as f64;
-    Ok(Cell {
-        ess: ess.mean,
-        ess_std: ess.std,
-        evals_per_chain: evals / chains as f64,
-        seconds: out.task_step_seconds.iter().sum(),
-        accept: accept / n,
-        step_size: params.step_size,
-        step_size_source: source,
-        stat_mean: series.iter().sum::<f64>() / n,
-    })
-}
-
-/// DISCS's uniform random initial states (`chains` rows) and reference state, from the setup
-/// stream of `seed` (DISCS: `get_init_samples` for both).
-pub fn initial_and_reference(space: &Space, chains: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
-    let mut rng = setup_rng(seed);
-    let k = space.k() as u32;
-    let x0: Vec<u32> = (0..chains * space.d).map(|_| rng.random_range(0..k)).collect();
-    let reference: Vec<u32> = (0..space.d).map(|_| rng.random_range(0..k)).collect();
-    (x0, reference)
+    dlp_session::discs::run_cell(target, name, spec, shape, (x0, &reference), &opts)
 }
 
 /// The statistic's exact mean and variance on an enumerable task, for the reference state of
@@ -214,10 +93,7 @@ pub fn outcome(
 ) -> Result<Outcome> {
     match run_cell(target, name, spec, shape, seed, threads) {
         Ok(c) => Ok(Outcome::Ran(c)),
-        Err(e) => match e.downcast_ref::<dlp_core::SamplerError>() {
-            Some(se) => Ok(Outcome::Skipped(se.to_string())),
-            None => Err(e),
-        },
+        Err(e) => Ok(Outcome::Skipped(e.to_string())),
     }
 }
 

@@ -42,7 +42,7 @@ fn exact_error(e: ExactError) -> CliError {
 /// Runs `dlp exact`.
 pub fn run(args: Args) -> Result<(), CliError> {
     args.run.check_step_size()?;
-    if dlp_samplers::registry::find(&args.run.sampler).is_some_and(|(spec, _)| spec.wraps) {
+    if dlp_samplers::registry::find(&args.run.sampler).is_some_and(|(spec, _)| spec.wraps()) {
         return Err(CliError::Input(format!(
             "{}: a wrapper's kernel lives on the product space of its replicas, not on the model's own \
              states, which dlp exact checks; the exact suite checks it there (crates/dlp-exact/tests/tempering.rs)",

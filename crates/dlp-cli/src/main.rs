@@ -9,6 +9,7 @@
 //! panic is reported as one `error: internal error: …` line and exit 1.
 
 mod bench;
+mod discs;
 mod exact;
 mod gof;
 mod infill;
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Time samplers on the Ising lattice and the RBM; JSON lines in the peer harness's schema.
     Bench(bench::Args),
+    /// DISCS's protocol on one of its tasks: our samplers' ESS of the distance to a reference
+    /// state, and a peer's traces scored the same way (`just bench-peer-discs`); JSON lines.
+    Discs(discs::Args),
     /// Exact check of a sampler on a small model: stationary law, TV to π, residuals (JSON).
     Exact(exact::Args),
     /// Goodness-of-fit test of a samples file against a model (kdsd, gfksd, mmd).
@@ -52,6 +56,7 @@ enum Command {
 fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
         Command::Bench(args) => bench::run(args),
+        Command::Discs(args) => discs::run(args),
         Command::Exact(args) => exact::run(args),
         Command::Gof(args) => gof::run(args),
         Command::Infill(args) => infill::run(args),

@@ -166,6 +166,9 @@ fn bad_arguments_are_one_line_and_exit_2() {
         ("scripts/bench_peer.sh", vec!["--seed", "x", out.to_str().unwrap()]),
         ("scripts/bench_peer.sh", vec!["--frobnicate", out.to_str().unwrap()]),
         ("bench/peer/setup.sh", vec!["--device", "tpu"]),
+        ("scripts/bench_peer_discs.sh", vec!["--seed", "x", out.to_str().unwrap()]),
+        ("scripts/bench_peer_discs.sh", vec!["--chains", "-3", out.to_str().unwrap()]),
+        ("scripts/bench_peer_discs.sh", vec!["--frobnicate", out.to_str().unwrap()]),
     ] {
         let o = Command::new("bash").arg(root().join(script)).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);

@@ -95,7 +95,8 @@ pub trait Conditionals: Sync {
 
 /// A stop request polled by the runner after every step (see [`Capabilities::interrupt`]).
 pub trait Interrupt: Sync {
-    /// `Some(error)` once the run should stop; the run then ends with that error.
+    /// `Some(error)` once the run should stop: [`crate::run_chains`] then fails with that error,
+    /// [`crate::run::run_chains_until_interrupted`] stops with what ran.
     fn interrupted(&self) -> Option<EvalError>;
 }
 

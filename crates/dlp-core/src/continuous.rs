@@ -9,7 +9,7 @@
 //! observers and diagnostics as the discrete samplers. Discrete targets keep their own
 //! `u32` trait so that their fast paths stay as fast as before.
 
-use crate::run::{Observer, RunOptions, RunOutput, RunPlan, run_tasks};
+use crate::run::{Observer, OnInterrupt, RunOptions, RunOutput, RunPlan, run_tasks};
 use crate::sampler::{Chains, Coupling, SamplerError};
 use crate::target::{Batch, EvalError};
 use serde::{Deserialize, Serialize};
@@ -129,5 +129,5 @@ where
     target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
     let plan = RunPlan::new(sampler.name(), sampler.coupling(), sampler.minibatch(), target.n_data())?;
     let start = |x: &[f64]| sampler.start(target, x);
-    run_tasks(&plan, target.space().d, x0, steps, options, &start, &|| None, make_observer)
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &|| None, OnInterrupt::Fail, make_observer)
 }

@@ -50,7 +50,10 @@ pub mod transform;
 pub use capability::Capabilities;
 pub use continuous::{BoxSpace, ContinuousSampler, ContinuousTarget, run_continuous};
 pub use rng::{ChainRng, chain_rng, chain_rngs, minibatch_rng, setup_rng};
-pub use run::{Observer, RunOptions, RunOutput, RunPlan, States, StepContext, run_chains};
+pub use run::{
+    Observer, OnInterrupt, RunOptions, RunOutput, RunPlan, States, StepContext, Stopped, run_chains,
+    run_chains_until_interrupted,
+};
 pub use sampler::{Chains, Coupling, ExactKernel, Sampler, SamplerError, StepInfo, Transition};
 pub use space::{DomainKind, Space};
 pub use target::{Batch, BatchScaling, Deltas, EvalError, RowTarget, Target, TargetExt};

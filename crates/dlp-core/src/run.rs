@@ -10,10 +10,12 @@
 //! Discrete (`u32`) and continuous (`f64`) samplers share this one runner: [`run_chains`] and
 //! [`crate::continuous::run_continuous`] are thin front ends over [`run_tasks`].
 
+use crate::error::EvalError;
 use crate::rng::{ChainRng, chain_rngs, minibatch_rng};
 use crate::sampler::{Chains, Coupling, Sampler, SamplerError, StepInfo};
 use crate::target::{Batch, Target};
 use rayon::prelude::*;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -124,6 +126,27 @@ pub struct RunOutput<O, X = u32> {
     pub task_step_seconds: Vec<f64>,
     /// Wall-clock seconds of the whole parallel run.
     pub wall_seconds: f64,
+    /// `Some` when an interrupt stopped the run early ([`run_chains_until_interrupted`]):
+    /// the states and observers are then those after its first `steps` steps.
+    pub stopped: Option<Stopped>,
+}
+
+/// How an interrupt ([`crate::capability::Interrupt`]) ends a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnInterrupt {
+    /// The run fails with the interrupt's error ([`run_chains`]).
+    Fail,
+    /// The run stops with what ran ([`run_chains_until_interrupted`]).
+    Stop,
+}
+
+/// Where an interrupted run stopped ([`RunOutput::stopped`]).
+#[derive(Clone, Debug)]
+pub struct Stopped {
+    /// The steps every chain completed: the first `steps` steps of the uninterrupted run.
+    pub steps: usize,
+    /// The interrupt's error.
+    pub reason: EvalError,
 }
 
 struct Task<'t, O, X> {
@@ -135,6 +158,8 @@ struct Task<'t, O, X> {
     step_seconds: f64,
     /// The minibatch of the current step (buffer reused between steps).
     perm: Vec<usize>,
+    /// Steps completed.
+    done: usize,
 }
 
 /// What the runner needs to know of a sampler, whatever its state type.
@@ -216,13 +241,39 @@ where
     let start = |x: &[u32]| sampler.start(target, x);
     let interrupt = target.capabilities().interrupt;
     let check = || interrupt.and_then(|i| i.interrupted());
-    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, make_observer)
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, OnInterrupt::Fail, make_observer)
+}
+
+/// As [`run_chains`], except that an interrupt stops the run instead of failing it: each
+/// task stops after the step it is in, the tasks behind the furthest one then run up to its
+/// step S (without polling), and the output holds every chain after S steps with
+/// [`RunOutput::stopped`] set, so it equals the first S steps of the uninterrupted run
+/// (observers included). An evaluation error still fails the run.
+pub fn run_chains_until_interrupted<O, F>(
+    sampler: &dyn Sampler,
+    target: &dyn Target,
+    x0: &[u32],
+    steps: usize,
+    options: &RunOptions,
+    make_observer: F,
+) -> Result<RunOutput<O>, SamplerError>
+where
+    O: Observer,
+    F: Fn(usize, usize) -> O + Sync,
+{
+    target.space().check_states(x0).map_err(SamplerError::BadInitialState)?;
+    let plan = RunPlan::of(sampler, target)?;
+    let start = |x: &[u32]| sampler.start(target, x);
+    let interrupt = target.capabilities().interrupt;
+    let check = || interrupt.and_then(|i| i.interrupted());
+    run_tasks(&plan, target.space().d, x0, steps, options, &start, &check, OnInterrupt::Stop, make_observer)
 }
 
 /// The runner shared by every state type: splits the chains into tasks (one task for
 /// [`Coupling::Joint`]), runs them on rayon, draws each step's minibatch, and stops at the
 /// first evaluation error. `start` starts the chains of one task; `check`, polled after every
-/// step, returns an interrupt ([`crate::capability::Interrupt`]) as the error that ends the run.
+/// step, returns an interrupt ([`crate::capability::Interrupt`]), which fails the run or stops
+/// it with what ran (`on_interrupt`; see [`run_chains_until_interrupted`]).
 // The start callback's type is spelled out (not aliased) so that its lifetimes stay those the
 // two front ends infer.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -233,7 +284,8 @@ pub fn run_tasks<'t, X, O, F>(
     steps: usize,
     options: &RunOptions,
     start: &(dyn Fn(&[X]) -> Result<Box<dyn Chains<X> + 't>, SamplerError> + Sync),
-    check: &(dyn Fn() -> Option<crate::error::EvalError> + Sync),
+    check: &(dyn Fn() -> Option<EvalError> + Sync),
+    on_interrupt: OnInterrupt,
     make_observer: F,
 ) -> Result<RunOutput<O, X>, SamplerError>
 where
@@ -265,34 +317,67 @@ where
             observer,
             step_seconds: 0.0,
             perm: Vec::new(),
+            done: 0,
         });
     }
     let seed = options.seed;
     // Set by the first task that fails, so that the others stop at their next step instead of
     // running to the end of a run whose output will be discarded.
     let failed = AtomicBool::new(false);
-    let run_all = |tasks: &mut Vec<Task<'_, O, X>>| -> Result<(), SamplerError> {
-        tasks.par_iter_mut().try_for_each(|task| {
-            for step in 1..=steps {
-                if failed.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                let t0 = Instant::now();
-                let batch = match plan.minibatch {
-                    None => Batch::Full,
-                    Some((b, n_data)) => Batch::Items(draw_minibatch(seed, step, b, &mut task.perm, n_data)),
-                };
-                let stepped = task.chains.try_step(&mut task.rngs, &mut task.info, batch);
-                if let Some(e) = stepped.err().or_else(check) {
+    // With `OnInterrupt::Stop`: set by the first task that sees the interrupt (`reason` holds
+    // it); every task then stops after its current step.
+    let stopping = AtomicBool::new(false);
+    let reason: Mutex<Option<EvalError>> = Mutex::new(None);
+    // Runs `task` up to step `until`, polling the interrupt after each step when `poll`.
+    let advance = |task: &mut Task<'_, O, X>, until: usize, poll: bool| -> Result<(), SamplerError> {
+        while task.done < until {
+            if failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            if poll && stopping.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let step = task.done + 1;
+            let t0 = Instant::now();
+            let batch = match plan.minibatch {
+                None => Batch::Full,
+                Some((b, n_data)) => Batch::Items(draw_minibatch(seed, step, b, &mut task.perm, n_data)),
+            };
+            if let Err(e) = task.chains.try_step(&mut task.rngs, &mut task.info, batch) {
+                failed.store(true, Ordering::Relaxed);
+                return Err(SamplerError::Eval(e));
+            }
+            task.step_seconds += t0.elapsed().as_secs_f64();
+            task.done = step;
+            let ctx = StepContext { step, first_chain: task.first_chain, step_seconds: task.step_seconds };
+            task.observer.observe(&ctx, States(task.chains.as_ref()), &task.info);
+            if !poll {
+                continue;
+            }
+            if let Some(e) = check() {
+                if on_interrupt == OnInterrupt::Fail {
                     failed.store(true, Ordering::Relaxed);
                     return Err(SamplerError::Eval(e));
                 }
-                task.step_seconds += t0.elapsed().as_secs_f64();
-                let ctx = StepContext { step, first_chain: task.first_chain, step_seconds: task.step_seconds };
-                task.observer.observe(&ctx, States(task.chains.as_ref()), &task.info);
+                if let Ok(mut r) = reason.lock() {
+                    r.get_or_insert(e);
+                }
+                stopping.store(true, Ordering::Relaxed);
+                return Ok(());
             }
-            Ok(())
-        })
+        }
+        Ok(())
+    };
+    // The first pass polls the interrupt. The tasks run unsynchronised, so after an interrupt
+    // (Stop) they stand at different steps: a second pass brings every task to the furthest,
+    // S, so that all chains end after the same S steps.
+    let run_all = |tasks: &mut Vec<Task<'_, O, X>>| -> Result<(), SamplerError> {
+        tasks.par_iter_mut().try_for_each(|task| advance(task, steps, true))?;
+        if stopping.load(Ordering::Relaxed) {
+            let s = tasks.iter().map(|t| t.done).max().unwrap_or(0);
+            tasks.par_iter_mut().try_for_each(|task| advance(task, s, false))?;
+        }
+        Ok(())
     };
     let t0 = Instant::now();
     if options.threads == 0 {
@@ -305,6 +390,7 @@ where
         pool.install(|| run_all(&mut tasks))?;
     }
     let wall_seconds = t0.elapsed().as_secs_f64();
+    let done = tasks.iter().map(|t| t.done).max().unwrap_or(0);
     let mut final_states = Vec::with_capacity(x0.len());
     let mut observers = Vec::with_capacity(tasks.len());
     let mut task_step_seconds = Vec::with_capacity(tasks.len());
@@ -313,5 +399,6 @@ where
         observers.push(task.observer);
         task_step_seconds.push(task.step_seconds);
     }
-    Ok(RunOutput { observers, final_states, task_step_seconds, wall_seconds })
+    let stopped = reason.into_inner().ok().flatten().map(|reason| Stopped { steps: done, reason });
+    Ok(RunOutput { observers, final_states, task_step_seconds, wall_seconds, stopped })
 }

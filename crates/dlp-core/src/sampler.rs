@@ -178,6 +178,7 @@ pub trait ExactKernel {
     /// The law of the next state from `x` under phase `phase`, as a list of distinct states
     /// with positive probability summing to 1 (the current state included if it can stay).
     /// Samplers with randomised schedules (random block permutations) return the law
-    /// averaged over the schedule's randomness, which is what one fresh step does.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Vec<Transition>;
+    /// averaged over the schedule's randomness, which is what one fresh step does. An error is
+    /// the target's: an evaluation the row needed failed (a callback raising, a device error).
+    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError>;
 }

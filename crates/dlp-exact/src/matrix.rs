@@ -45,7 +45,7 @@ pub fn kernel_matrix(target: &dyn Target, sampler: &dyn Sampler, phase: usize) -
             let mut row = vec![0.0; n];
             let mut seen = vec![false; n];
             let mut sum = 0.0;
-            for (y, p) in kernel.transition_row(target, x, phase) {
+            for (y, p) in kernel.transition_row(target, x, phase)? {
                 let bad = |why: String| ExactError::BadRow { sampler: sampler.name(), state: s, phase, why };
                 if y.len() != d || space.check_states(&y).is_err() {
                     return Err(bad(format!("invalid next state {y:?}")));

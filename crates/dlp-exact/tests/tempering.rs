@@ -11,7 +11,7 @@ use dlp_exact::enumerate::{all_states, probabilities};
 use dlp_exact::ergodic::classes;
 use dlp_exact::matrix::{max_abs_diff, stationarity_residual};
 use dlp_exact::reference::{RefParams, reference_by_name};
-use dlp_samplers::registry::{REGISTRY, SamplerName};
+use dlp_samplers::registry::{REGISTRY, SamplerName, resolve_inner};
 use dlp_samplers::tempering::{Tempering, product_space};
 use dlp_samplers::{SamplerParams, build_sampler};
 use nalgebra::DMatrix;
@@ -103,7 +103,7 @@ fn product_kernels_match_the_independent_construction_and_have_the_product_law()
     let cat = PairwiseCategorical::spec_small();
     let models: [&dyn Target; 2] = [&q, &cat];
     let mut checked = 0;
-    for spec in REGISTRY.iter().filter(|s| s.wraps) {
+    for spec in REGISTRY.iter().filter(|s| s.wraps()) {
         assert!(!spec.tests.names.is_empty(), "{}: no test names", spec.usage());
         for &name in spec.tests.names {
             let parsed = SamplerName::parse(name);
@@ -118,7 +118,7 @@ fn product_kernels_match_the_independent_construction_and_have_the_product_law()
                     continue;
                 }
                 for ladder in [dlp_samplers::tempering::default_ladder(k), uneven.clone()] {
-                    let pt = Tempering::new(&inner, &params, ladder.clone()).unwrap();
+                    let pt = Tempering::new(&resolve_inner(&inner).unwrap(), &params, ladder.clone()).unwrap();
                     let d = t.space().d;
                     let pspace = product_space(t.space(), k);
                     let flat = all_states(&pspace, 1 << 12).unwrap();
@@ -128,7 +128,7 @@ fn product_kernels_match_the_independent_construction_and_have_the_product_law()
                     let n = states.len();
                     let mut p = DMatrix::<f64>::zeros(n, n);
                     for (a, z) in states.iter().enumerate() {
-                        for (y, w) in pt.product_row(t, z, 0) {
+                        for (y, w) in pt.product_row(t, z, 0).unwrap() {
                             p[(a, pos[y.as_slice()])] += w;
                         }
                     }

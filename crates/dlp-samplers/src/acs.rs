@@ -29,6 +29,7 @@
 use crate::dlp::{DlpChains, DlpProposal, DlpSampler};
 use crate::dual_averaging::{AdaptOptions, Adapted, MALA_TARGET_ACCEPT, dual_average};
 use crate::fast::ising::IsingDlpChains;
+use crate::spec::Build;
 use crate::spec::{
     NO_TESTS, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -178,7 +179,7 @@ impl ExactKernel for Acs {
     }
 
     /// Phase k's DLP kernel with (α_k, β_k): the very rows `DlpSampler` computes.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         self.phase_sampler(phase).transition_row(target, x, 0)
     }
 }
@@ -290,7 +291,7 @@ pub const ACS_DMALA: SamplerSpec = SamplerSpec {
     counts: &[0, 1],
     numbers: &["s"],
     params: &[STEP_SIZE, STEP_SIZE_MIN],
-    build: Acs::build,
+    build: Build::Plain(Acs::build),
     doc: "cyclical DMALA: cycles of s steps (default 40) from (α_max = --step-size, β_max = 0.95) \
           down to α_min, gradient weight β (balancing parameter) on a cosine schedule; \
           `--step-size auto` tunes α_min and α_max in warm-up",
@@ -298,7 +299,6 @@ pub const ACS_DMALA: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     // The official ACS scripts' `a_s_cut`, used for both α_min and α_max.
@@ -314,13 +314,12 @@ pub const ACS_DULA: SamplerSpec = SamplerSpec {
     counts: &[0, 1],
     numbers: &["s"],
     params: &[STEP_SIZE, STEP_SIZE_MIN],
-    build: Acs::build,
+    build: Build::Plain(Acs::build),
     doc: "cyclical DULA (the schedule of `acs-dmala`, no MH test)",
     paper: "Pynadath et al. 2024 (NeurIPS; official `acs_samplers.py`)",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

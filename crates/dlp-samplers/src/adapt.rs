@@ -17,9 +17,9 @@
 //! Not adapted: unadjusted samplers (DULA: acceptance is always 1), preconditioners, or one α
 //! per chain (one α for all chains keeps them one kernel).
 
-use crate::dual_averaging::dual_average;
 pub use crate::dual_averaging::{ADAPT, AdaptOptions, Adapted, DEFAULT_WINDOW, MALA_TARGET_ACCEPT};
-use crate::registry::{SamplerParams, find, sampler_names};
+use crate::registry::{SamplerParams, find, inner_of, sampler_names};
+use crate::spec::Build;
 use dlp_core::{RunOptions, SamplerError, Target};
 
 /// Adapts the step size of sampler `name` (with `params`' other parameters) on `target` from
@@ -33,27 +33,13 @@ pub fn adapt_step_size(
     opts: &AdaptOptions,
     run: &RunOptions,
 ) -> Result<Adapted, SamplerError> {
-    let bad = |message: String| SamplerError::BadParameter { sampler: name.to_string(), message };
     let (spec, parsed) =
         find(name).ok_or_else(|| SamplerError::UnknownSampler(name.into(), sampler_names().join(", ")))?;
-    if !spec.adapts_step_size() {
-        return Err(bad(
-            "step-size adaptation needs a Metropolis-adjusted sampler with a step size (e.g. dmala)".into()
-        ));
+    crate::tune::check(spec, name, opts)?;
+    match spec.build {
+        Build::Plain(construct) => crate::tune::adapt_plain(spec, construct, &parsed, params, target, x0, opts, run),
+        Build::Wrapper(w) => (w.adapt)(&parsed, params, &inner_of(&parsed)?, target, x0, opts, run),
     }
-    if !(opts.target_accept > 0.0 && opts.target_accept < 1.0) {
-        return Err(bad(format!("target acceptance must be in (0, 1), got {}", opts.target_accept)));
-    }
-    if opts.window == 0 || opts.warmup == 0 || !(opts.initial.is_finite() && opts.initial > 0.0) {
-        return Err(bad("adaptation needs warm-up steps, a window ≥ 1 and an initial step size > 0".into()));
-    }
-    if let Some(tune) = spec.adapt {
-        return tune(&parsed, params, target, x0, opts, run);
-    }
-    let windows = (opts.warmup / opts.window).max(1);
-    let build = |alpha: f64| (spec.build)(&parsed, &SamplerParams { step_size: Some(alpha), ..params.clone() });
-    let (step_size, positions, last_accept) = dual_average(&build, target, x0, 0..windows, opts, run)?;
-    Ok(Adapted { step_size: Some(step_size), step_size_min: None, ladder: None, positions, last_accept, windows })
 }
 
 /// The default target acceptance of `name`'s adaptation: its row's
@@ -62,7 +48,9 @@ pub fn adapt_step_size(
 pub fn default_target_accept(name: &str) -> f64 {
     match find(name) {
         // A wrapper (`pt-4:rwm`) adapts its inner sampler's step size toward the inner target.
-        Some((spec, parsed)) if spec.wraps => parsed.inner.as_deref().map_or(spec.target_accept, default_target_accept),
+        Some((spec, parsed)) if spec.wraps() => {
+            parsed.inner.as_deref().map_or(spec.target_accept, default_target_accept)
+        }
         Some((spec, _)) => spec.target_accept,
         None => MALA_TARGET_ACCEPT,
     }

@@ -35,9 +35,10 @@ use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::locally_balanced::FlipEval;
 use crate::mh::{Caching, MhChains, start_error};
 use crate::pas::{Pas, PasProposal};
+use crate::spec::Build;
 use crate::spec::ergodic_everywhere;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec};
-use dlp_core::{Chains, Deltas, ExactKernel, Sampler, SamplerError, Target, TargetExt, Transition};
+use dlp_core::{Chains, Deltas, EvalError, ExactKernel, Sampler, SamplerError, Target, TargetExt, Transition};
 
 /// The adaptive locally balanced sampler at a fixed mean path length.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,7 +109,7 @@ impl Sampler for Alb {
 impl ExactKernel for Alb {
     /// `pas`'s row (every ordered path of both lengths, with the functions the step uses),
     /// the weights from the exact flip differences.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let deltas = Deltas::of(target);
         let local = |y: &[u32], out: &mut [f64]| {
             deltas.flip_deltas(y, out)?;
@@ -126,7 +127,7 @@ pub const ALB: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Alb::build,
+    build: Build::Plain(Alb::build),
     doc: "adaptive locally balanced proposal: ⌊r⌋ or ⌊r⌋ + 1 distinct sites (both with probability \
           ≥ 5%) drawn without replacement from the exact √-balanced flip weights, MH on the path; \
           r = `--step-size`, adapted toward acceptance 0.574 in `dlp sample`'s warm-up, then fixed; \
@@ -135,7 +136,6 @@ pub const ALB: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

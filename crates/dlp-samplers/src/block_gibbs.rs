@@ -28,8 +28,8 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
-use crate::mh::exact_eval;
 use crate::proposal::sample_logits;
+use crate::spec::Build;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -197,22 +197,22 @@ impl Sampler for BlockGibbs {
 }
 
 impl ExactKernel for BlockGibbs {
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let blocks = first_blocks(d, self.k);
         let pb = 1.0 / blocks.len() as f64;
-        let f_x = exact_eval(target.log_density(x));
+        let f_x = target.log_density(x)?;
         let deltas = Deltas::of(target);
         let (mut ys, mut logw) = (Vec::new(), Vec::new());
         let mut row = BTreeMap::new();
         for block in &blocks {
-            exact_eval(block_conditional(&deltas, x, f_x, block, &mut ys, &mut logw));
+            block_conditional(&deltas, x, f_x, block, &mut ys, &mut logw)?;
             softmax_in_place(&mut logw);
             for (y, p) in ys.chunks(d).zip(&logw) {
                 *row.entry(y.to_vec()).or_insert(0.0) += pb * p;
             }
         }
-        crate::gibbs::finish_row(row)
+        Ok(crate::gibbs::finish_row(row))
     }
 }
 
@@ -327,7 +327,7 @@ impl Sampler for RbmBlockGibbs {
 impl ExactKernel for RbmBlockGibbs {
     /// Σ_h p(h | x) p(x' | h) over all 2^M hidden vectors and 2^d visible ones (small RBMs
     /// only). Panics if the target is not an RBM.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let rbm = self.rbm(target).expect("block-gibbs needs an RBM target");
         let (d, m) = (rbm.d, rbm.m);
         let a = rbm.hidden_preactivations(x);
@@ -344,7 +344,7 @@ impl ExactKernel for RbmBlockGibbs {
                 *row.entry(y).or_insert(0.0) += ph * py;
             }
         }
-        crate::gibbs::finish_row(row)
+        Ok(crate::gibbs::finish_row(row))
     }
 }
 
@@ -412,18 +412,17 @@ pub const BG: SamplerSpec = SamplerSpec {
     counts: &[1],
     numbers: &["k"],
     params: &[],
-    build: BlockGibbs::build,
+    build: Build::Plain(BlockGibbs::build),
     doc: "Gibbs on random blocks of k coordinates (`bg-1` = the paper's Gibbs-1)",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
-    tests: TestSpec { names: &["bg-1", "bg-2"], ..NO_TESTS },
+    tests: TestSpec { names: &["bg-1", "bg-2"], schedule_memory: true, ..NO_TESTS },
     defaults: NO_DEFAULTS,
 };
 
@@ -433,13 +432,12 @@ pub const BLOCK_GIBBS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: RbmBlockGibbs::build,
+    build: Build::Plain(RbmBlockGibbs::build),
     doc: "RBM alternating hidden/visible block Gibbs",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

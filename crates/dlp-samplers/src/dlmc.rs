@@ -46,12 +46,12 @@
 //! adaptive τ schedule.
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
 use crate::mh::{Caching, MhChains, Proposal, exact_row};
 use crate::proposal::inverse_cdf;
+use crate::spec::Build;
 use crate::spec::{NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::TargetExt;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 use rand::RngExt;
 
 pub mod flip;
@@ -224,10 +224,8 @@ impl Sampler for Dlmc {
 
 impl ExactKernel for Dlmc {
     /// DLMCF: every y with q(y|x). DLMC: y ≠ x with q(y|x)·min(1, e^A), x with the rest.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        exact_row(&DlmcProposal { h: self.h }, self.mh, target.space(), x, |y, g| {
-            exact_eval(target.log_density_grad(y, g))
-        })
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
+        exact_row(&DlmcProposal { h: self.h }, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
     }
 }
 
@@ -295,14 +293,13 @@ pub const DLMC: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Dlmc::build,
+    build: Build::Plain(Dlmc::build),
     doc: "discrete Langevin Monte Carlo: per-coordinate jump process (√ locally balanced \
           rates of the linearised f) run for time h, Metropolis-adjusted; binary/spin/categorical",
     paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -317,13 +314,12 @@ pub const DLMCF: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Dlmc::build,
+    build: Build::Plain(Dlmc::build),
     doc: "DLMC without the MH correction (unadjusted); binary/spin/categorical",
     paper: "Sun et al. 2023 (AISTATS; DISCS `dlmc.py`)",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -363,7 +359,7 @@ mod tests {
         let mut q2 = Quadratic::spec_tiny();
         q2.w[4] = -0.9;
         check_exact(&Dlmc::new(true, 1.3).unwrap(), &q2, true);
-        let rows = Dlmc::new(false, 0.5).unwrap().transition_row(&q, &[0, 1, 0], 0);
+        let rows = Dlmc::new(false, 0.5).unwrap().transition_row(&q, &[0, 1, 0], 0).unwrap();
         assert!((rows.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-14);
     }
 

@@ -27,13 +27,13 @@
 //! [`crate::sgdlp`] for stochastic-gradient DULA).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
 use crate::mh::{Caching, MhChains, Proposal, exact_row};
+use crate::spec::Build;
 use crate::spec::{
     NO_TESTS, PLAIN, PRECONDITIONER, STEP_SIZE, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{ChainRng, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{ChainRng, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 pub use proposal::{DlpProposal, MAX_EXACT_STATES, log_accept_ratio};
 
 /// DULA or DMALA, with or without a diagonal preconditioner (`dula`, `dmala`, `pdula`,
@@ -137,8 +137,8 @@ impl Sampler for DlpSampler {
 impl ExactKernel for DlpSampler {
     /// DULA: every y with probability q(y|x) (product over coordinates). DMALA: y ≠ x with
     /// q(y|x)·min(1, e^A), and x with the rest, q(x|x) + Σ_{y≠x} q(y|x)(1 − min(1, e^A)).
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
-        exact_row(&self.proposal, self.mh, target.space(), x, |y, g| exact_eval(target.log_density_grad(y, g)))
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
+        exact_row(&self.proposal, self.mh, target.space(), x, |y, g| target.log_density_grad(y, g))
     }
 }
 
@@ -193,13 +193,12 @@ pub const DULA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: |_, params| construct("dula", false, false, false, params),
+    build: Build::Plain(|_, params| construct("dula", false, false, false, params)),
     doc: "discrete Langevin proposal, unadjusted (DULA)",
     paper: "Zhang et al. 2022, Alg. 1",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -219,13 +218,12 @@ pub const DMALA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: |_, params| construct("dmala", true, false, false, params),
+    build: Build::Plain(|_, params| construct("dmala", true, false, false, params)),
     doc: "discrete Langevin proposal, Metropolis-adjusted (DMALA)",
     paper: "Zhang et al. 2022, Alg. 1",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -245,13 +243,12 @@ pub const PDULA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, PRECONDITIONER],
-    build: |_, params| construct("pdula", false, true, false, params),
+    build: Build::Plain(|_, params| construct("pdula", false, true, false, params)),
     doc: "preconditioned DULA (diagonal h)",
     paper: "Zhang et al. 2022, §6 / App. H",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -266,13 +263,12 @@ pub const PDMALA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, PRECONDITIONER],
-    build: |_, params| construct("pdmala", true, true, false, params),
+    build: Build::Plain(|_, params| construct("pdmala", true, true, false, params)),
     doc: "preconditioned DMALA (diagonal h)",
     paper: "Zhang et al. 2022, §6 / App. H",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -287,14 +283,13 @@ pub const DULA_F32: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: |_, params| construct("dula-f32", false, false, true, params),
+    build: Build::Plain(|_, params| construct("dula-f32", false, false, true, params)),
     doc: "DULA whose proposal reads the gradient at single precision; on RBMs the gradient \
           product then runs in f32, ≈2× faster per step at 784×500 (`paper/performance.md`)",
     paper: "as `dula`",
     exact: false,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -309,14 +304,13 @@ pub const DMALA_F32: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: |_, params| construct("dmala-f32", true, false, true, params),
+    build: Build::Plain(|_, params| construct("dmala-f32", true, false, true, params)),
     doc: "DMALA with the single-precision proposal gradient (f and the MH test stay f64, so it \
           is still exact for π)",
     paper: "as `dmala`",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

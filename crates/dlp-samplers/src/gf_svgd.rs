@@ -27,6 +27,7 @@
 //! count; one allocation-free inner loop over d that the compiler vectorises).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, Param, ParamSpec, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -520,7 +521,7 @@ pub const GF_SVGD: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[ParamSpec { param: Param::StepSize, required: false }],
-    build: GfSvgdSampler::build,
+    build: Build::Plain(GfSvgdSampler::build),
     doc: "gradient-free SVGD on the even-partition lift of N(0, I), ρ = p₀, importance weights: \
           chains are interacting particles (`--chains` = particle count n); `--step-size` is ε \
           of plain steps (d ≤ 5, default 0.5) or Adam's rate (default 0.1)",
@@ -528,7 +529,6 @@ pub const GF_SVGD: SamplerSpec = SamplerSpec {
     exact: false,
     needs_data: false,
     particles: true,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -543,14 +543,13 @@ pub const GF_SVGD_RELAXED: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[ParamSpec { param: Param::StepSize, required: false }],
-    build: GfSvgdSampler::build,
+    build: Build::Plain(GfSvgdSampler::build),
     doc: "`gf-svgd` with the relaxed surrogate ρ ∝ p₀ exp(ℓ̃(tanh(x/2))) of binary/spin Ising \
           and RBM models",
     paper: "Han et al. 2020 (AISTATS), eq. 21",
     exact: false,
     needs_data: false,
     particles: true,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

@@ -17,7 +17,7 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmCache;
-use crate::mh::exact_eval;
+use crate::spec::Build;
 use crate::spec::{
     Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
     ergodic_everywhere,
@@ -67,15 +67,22 @@ pub fn site_log_weights(target: &dyn Target, x: &[u32], i: usize, out: &mut [f64
 }
 
 /// Adds `p` times the full-conditional law of site `i` at `x` to `row` (keyed by next state).
-pub fn add_site_law(target: &dyn Target, x: &[u32], i: usize, p: f64, row: &mut BTreeMap<Vec<u32>, f64>) {
+pub fn add_site_law(
+    target: &dyn Target,
+    x: &[u32],
+    i: usize,
+    p: f64,
+    row: &mut BTreeMap<Vec<u32>, f64>,
+) -> Result<(), EvalError> {
     let mut w = vec![0.0; target.space().k()];
-    exact_eval(site_log_weights(target, x, i, &mut w));
+    site_log_weights(target, x, i, &mut w)?;
     softmax_in_place(&mut w);
     for (v, &q) in w.iter().enumerate() {
         let mut y = x.to_vec();
         y[i] = v as u32;
         *row.entry(y).or_insert(0.0) += p * q;
     }
+    Ok(())
 }
 
 /// Turns an accumulated row into the [`ExactKernel`] form (positive entries only).
@@ -131,14 +138,18 @@ impl ExactKernel for Gibbs {
         }
     }
 
-    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let mut row = BTreeMap::new();
         match self.scan {
-            Scan::Random => (0..d).for_each(|i| add_site_law(target, x, i, 1.0 / d as f64, &mut row)),
-            Scan::Systematic => add_site_law(target, x, phase % d, 1.0, &mut row),
+            Scan::Random => {
+                for i in 0..d {
+                    add_site_law(target, x, i, 1.0 / d as f64, &mut row)?;
+                }
+            }
+            Scan::Systematic => add_site_law(target, x, phase % d, 1.0, &mut row)?,
         }
-        finish_row(row)
+        Ok(finish_row(row))
     }
 }
 
@@ -274,7 +285,7 @@ pub(crate) mod testkit {
         let n = ss.len();
         let mut p = vec![vec![0.0; n]; n];
         for (a, x) in ss.iter().enumerate() {
-            let row = k.transition_row(t, x, phase);
+            let row = k.transition_row(t, x, phase).unwrap();
             let mut sum = 0.0;
             for (y, q) in row {
                 let b = t.space().index_of_state(&y) as usize;
@@ -343,7 +354,7 @@ pub(crate) mod testkit {
         for y in chains.positions().chunks(d) {
             *counts.entry(y.to_vec()).or_insert(0) += 1;
         }
-        let row = sampler.exact().unwrap().transition_row(t, x, 0);
+        let row = sampler.exact().unwrap().transition_row(t, x, 0).unwrap();
         for (y, p) in &row {
             let c = counts.remove(y).unwrap_or(0);
             let se = (p * (1.0 - p) / n as f64).sqrt();
@@ -385,13 +396,12 @@ pub const GIBBS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: Gibbs::build_random,
+    build: Build::Plain(Gibbs::build_random),
     doc: "single-site Gibbs, random scan",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -406,13 +416,12 @@ pub const GIBBS_SWEEP: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: Gibbs::build_sweep,
+    build: Build::Plain(Gibbs::build_sweep),
     doc: "single-site Gibbs, systematic scan (one site per step)",
     paper: "baseline",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -450,13 +459,13 @@ mod tests {
         // Hand computation on §4.3: at (0,0,0) f = 0, flipping bit 0 gives f = 0.3, so the
         // sweep's phase 0 moves to (1,0,0) with probability σ(0.3).
         let q = Quadratic::spec_tiny();
-        let row = Gibbs { scan: Scan::Systematic }.transition_row(&q, &[0, 0, 0], 0);
+        let row = Gibbs { scan: Scan::Systematic }.transition_row(&q, &[0, 0, 0], 0).unwrap();
         let p = row.iter().find(|(y, _)| y == &[1, 0, 0]).unwrap().1;
         assert!((p - 1.0 / (1.0 + (-0.3f64).exp())).abs() < 1e-15);
         // Random scan from (1,1,1): stays w.p. (1/3)Σ_i σ(−Δ_i), Δ = f(x^{(i)}) − 1.25.
         let deltas = [0.55 - 1.25, 1.2 - 1.25f64, -0.65 - 1.25];
         let stay: f64 = deltas.iter().map(|dl| 1.0 / (1.0 + dl.exp())).sum::<f64>() / 3.0;
-        let row = Gibbs { scan: Scan::Random }.transition_row(&q, &[1, 1, 1], 0);
+        let row = Gibbs { scan: Scan::Random }.transition_row(&q, &[1, 1, 1], 0).unwrap();
         assert!((row.iter().find(|(y, _)| y == &[1, 1, 1]).unwrap().1 - stay).abs() < 1e-15);
     }
 
@@ -563,7 +572,10 @@ mod site_state_tests {
 #[cfg(test)]
 mod interrupt_tests {
     use dlp_core::capability::Interrupt;
-    use dlp_core::{Batch, Capabilities, EvalError, RunOptions, Sampler, SamplerError, Space, Target, run_chains};
+    use dlp_core::{
+        Batch, Capabilities, EvalError, Observer, RunOptions, Sampler, SamplerError, Space, States, StepContext,
+        StepInfo, Target, run_chains, run_chains_until_interrupted,
+    };
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Ising conditionals without any `evaluate` inside a step, plus an interrupt that fires at
@@ -609,5 +621,81 @@ mod interrupt_tests {
         assert!(matches!(err, SamplerError::Eval(EvalError::Device { ref message, .. }) if message == "interrupted"));
         assert_eq!(t.polls.load(Ordering::SeqCst), 3, "one poll per step");
         assert_eq!(t.evaluations.load(Ordering::SeqCst), 1, "only `start` evaluates");
+    }
+
+    /// Records every step's number and states (a task's whole trace).
+    struct Record(Vec<usize>, Vec<u32>);
+
+    impl Observer for Record {
+        fn observe(&mut self, ctx: &StepContext, states: States<'_>, _: &[StepInfo]) {
+            self.0.push(ctx.step);
+            self.1.extend_from_slice(states.positions());
+        }
+    }
+
+    fn lattice() -> dlp_models::IsingModel {
+        let c = dlp_models::Couplings::lattice(&[4, 4], true, 0.3).unwrap();
+        dlp_models::IsingModel::new(dlp_core::DomainKind::Spin, c, vec![0.1; 16]).unwrap()
+    }
+
+    /// Runs `chains` chains of random-scan Gibbs from varied states, interrupted at the
+    /// `after`-th poll when `after` > 0 (`run_chains_until_interrupted`), else for `steps`
+    /// steps uninterrupted; returns the output's records, final states and stop.
+    fn run(after: usize, steps: usize, chains: usize, opts: &RunOptions) -> (Vec<Record>, Vec<u32>, Option<usize>) {
+        let m = lattice();
+        let t = Interrupting {
+            inner: &m,
+            polls: AtomicUsize::new(0),
+            after: if after == 0 { usize::MAX } else { after },
+            evaluations: AtomicUsize::new(0),
+        };
+        let s = super::Gibbs { scan: super::Scan::Random };
+        let x0: Vec<u32> = (0..chains * 16).map(|i| ((i * 7 + i / 5) % 2) as u32).collect();
+        let out = run_chains_until_interrupted(&s as &dyn Sampler, &t, &x0, steps, opts, |_, _| {
+            Record(Vec::new(), Vec::new())
+        })
+        .expect("no evaluation error");
+        if after > 0 {
+            let stopped = out.stopped.as_ref().expect("interrupted");
+            assert!(matches!(stopped.reason, EvalError::Device { ref message, .. } if message == "interrupted"));
+        } else {
+            assert!(out.stopped.is_none(), "an uninterrupted run has no stop");
+        }
+        (out.observers, out.final_states, out.stopped.map(|s| s.steps))
+    }
+
+    /// Four tasks on one thread run one after the other: the first sees the interrupt at its
+    /// third step and stops, the other three stop before their first step and are then brought
+    /// to step 3, so every chain ends after exactly 3 steps: states and observers equal the
+    /// uninterrupted 3-step run's, bit for bit.
+    #[test]
+    fn a_stopped_run_brings_every_task_to_the_same_step_and_equals_the_uninterrupted_prefix() {
+        let opts = RunOptions { seed: 5, threads: 1, chains_per_task: 2 };
+        let (rec, fin, stop) = run(3, 1000, 8, &opts);
+        assert_eq!(stop, Some(3));
+        let (rec0, fin0, _) = run(0, 3, 8, &opts);
+        assert_eq!(fin, fin0, "final states = the uninterrupted run's after 3 steps");
+        assert_eq!(rec.len(), 4, "four tasks");
+        for (a, b) in rec.iter().zip(&rec0) {
+            assert_eq!(a.0, vec![1, 2, 3]);
+            assert_eq!((&a.0, &a.1), (&b.0, &b.1));
+        }
+    }
+
+    /// Sixteen one-chain tasks on four threads, interrupted at the 200th poll: the tasks stop
+    /// at different steps, and the output must still be the uninterrupted run's first S steps
+    /// for every chain (S ≥ 200 / 16, since 200 polls were made before the stop).
+    #[test]
+    fn a_parallel_stopped_run_equals_the_uninterrupted_prefix() {
+        let opts = RunOptions { seed: 9, threads: 4, chains_per_task: 1 };
+        let (rec, fin, stop) = run(200, 100_000, 16, &opts);
+        let s = stop.expect("stopped");
+        assert!((200 / 16..100_000).contains(&s), "stopped at step {s}");
+        let (rec0, fin0, _) = run(0, s, 16, &opts);
+        assert_eq!(fin, fin0);
+        for (a, b) in rec.iter().zip(&rec0) {
+            assert_eq!(a.0, (1..=s).collect::<Vec<_>>());
+            assert_eq!(a.1, b.1);
+        }
     }
 }

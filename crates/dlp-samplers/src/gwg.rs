@@ -30,14 +30,17 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmEval;
-use crate::mh::{Caching, MhChains, MoveProposal, exact_eval, start_error};
+use crate::mh::{Caching, MhChains, MoveProposal, start_error};
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
+use crate::spec::Build;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::TargetExt;
 use dlp_core::math::logsumexp;
-use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{
+    ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition,
+};
 use std::collections::BTreeMap;
 
 /// Gibbs-with-gradients with `k` i.i.d. move draws per step.
@@ -203,17 +206,17 @@ impl Sampler for Gwg {
 }
 
 impl ExactKernel for Gwg {
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let space = target.space();
         let (d, ks) = (space.d, slots(space));
         let eval = |y: &[u32]| {
             let mut g = vec![0.0; space.grad_len()];
-            let f = exact_eval(target.log_density_grad(y, &mut g));
+            let f = target.log_density_grad(y, &mut g)?;
             let mut lq = vec![0.0; d * ks];
             move_log_probs(space, y, &g, &mut lq);
-            (f, lq)
+            Ok::<_, EvalError>((f, lq))
         };
-        let (f_x, lq_x) = eval(x);
+        let (f_x, lq_x) = eval(x)?;
         let moves: Vec<usize> = (0..d * ks).filter(|&m| lq_x[m] > f64::NEG_INFINITY).collect();
         let mut row: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
         let mut cache: BTreeMap<Vec<u32>, (f64, Vec<f64>)> = BTreeMap::new();
@@ -225,7 +228,10 @@ impl ExactKernel for Gwg {
             let draws: Vec<usize> = idx.iter().map(|&a| moves[a]).collect();
             let q: f64 = draws.iter().map(|&m| lq_x[m].exp()).product();
             apply_moves(ks, x, &draws, &mut y);
-            let (f_y, lq_y) = cache.entry(y.clone()).or_insert_with(|| eval(&y));
+            if !cache.contains_key(&y) {
+                cache.insert(y.clone(), eval(&y)?);
+            }
+            let (f_y, lq_y) = &cache[&y];
             let a = log_accept_ratio(f_x, *f_y, &lq_x, lq_y, ks, x, &draws);
             let p = q * a.min(0.0).exp();
             *row.entry(y.clone()).or_insert(0.0) += p;
@@ -244,7 +250,7 @@ impl ExactKernel for Gwg {
             }
         }
         *row.entry(x.to_vec()).or_insert(0.0) += stay.max(0.0);
-        crate::gibbs::finish_row(row)
+        Ok(crate::gibbs::finish_row(row))
     }
 }
 
@@ -321,13 +327,12 @@ pub const GWG: SamplerSpec = SamplerSpec {
     counts: &[0, 1],
     numbers: &["k"],
     params: &[],
-    build: Gwg::build,
+    build: Build::Plain(Gwg::build),
     doc: "Gibbs-with-gradients, one flip or up to k (k draws with replacement)",
     paper: "Grathwohl et al. 2021",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,

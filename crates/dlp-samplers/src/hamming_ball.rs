@@ -24,10 +24,10 @@
 
 use crate::block_gibbs::{BlockSchedule, MAX_CANDIDATES, first_blocks};
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::exact_eval;
 #[cfg(doc)]
 use crate::proposal::sample_logits;
 use crate::proposal::sample_weights;
+use crate::spec::Build;
 use crate::spec::{NO_DEFAULTS, NO_TESTS, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere};
 use dlp_core::Deltas;
 use dlp_core::TargetExt;
@@ -188,7 +188,7 @@ impl Sampler for HammingBall {
 }
 
 impl ExactKernel for HammingBall {
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let space = target.space();
         let (d, k) = (space.d, space.k());
         let blocks = first_blocks(d, self.l);
@@ -202,10 +202,10 @@ impl ExactKernel for HammingBall {
                 hamming_ball(k, u, block, self.r, &mut ys);
                 let mut w = vec![0.0; ys.len() / d];
                 if self.r == 1 {
-                    let f_u = exact_eval(target.log_density(u));
-                    exact_eval(radius1_log_weights(&Deltas::of(target), u, f_u, block, &mut delta, &mut w));
+                    let f_u = target.log_density(u)?;
+                    radius1_log_weights(&Deltas::of(target), u, f_u, block, &mut delta, &mut w)?;
                 } else {
-                    exact_eval(target.log_density_batch(&ys, &mut w));
+                    target.log_density_batch(&ys, &mut w)?;
                 }
                 softmax_in_place(&mut w);
                 for (y, p) in ys.chunks(d).zip(&w) {
@@ -213,7 +213,7 @@ impl ExactKernel for HammingBall {
                 }
             }
         }
-        crate::gibbs::finish_row(row)
+        Ok(crate::gibbs::finish_row(row))
     }
 }
 
@@ -315,18 +315,17 @@ pub const HB: SamplerSpec = SamplerSpec {
     counts: &[2],
     numbers: &["L", "r"],
     params: &[],
-    build: HammingBall::build,
+    build: Build::Plain(HammingBall::build),
     doc: "Hamming-ball sampler, blocks of L, radius r (`hb-10-1`)",
     paper: "Titsias & Yau 2017",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
-    tests: TestSpec { names: &["hb-2-1", "hb-3-2"], ..NO_TESTS },
+    tests: TestSpec { names: &["hb-2-1", "hb-3-2"], schedule_memory: true, ..NO_TESTS },
     defaults: NO_DEFAULTS,
 };
 

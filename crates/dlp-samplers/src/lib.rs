@@ -34,5 +34,6 @@ pub mod rwm;
 pub mod sgdlp;
 pub mod spec;
 pub mod tempering;
+pub mod tune;
 
 pub use registry::{SamplerParams, SamplerSpec, build_sampler, sampler_names};

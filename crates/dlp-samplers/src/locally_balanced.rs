@@ -14,8 +14,9 @@
 //! Not implemented: categorical/ordinal domains (GWG covers categorical moves).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::{Caching, Evaluator, MhChains, MoveProposal, exact_eval, start_error};
+use crate::mh::{Caching, Evaluator, MhChains, MoveProposal, start_error};
 use crate::proposal::sample_logits;
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
@@ -83,24 +84,24 @@ impl Sampler for LocallyBalanced {
 }
 
 impl ExactKernel for LocallyBalanced {
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let mut lam = vec![0.0; d];
         let deltas = Deltas::of(target);
-        let log_z = exact_eval(lb_logits(&deltas, x, &mut lam));
+        let log_z = lb_logits(&deltas, x, &mut lam)?;
         let mut lam_y = vec![0.0; d];
         let mut row = BTreeMap::new();
         let mut stay = 1.0;
         for i in 0..d {
             let mut y = x.to_vec();
             y[i] = 1 - y[i];
-            let log_z_y = exact_eval(lb_logits(&deltas, &y, &mut lam_y));
+            let log_z_y = lb_logits(&deltas, &y, &mut lam_y)?;
             let p = (lam[i] - log_z).exp() * lb_log_accept_ratio(log_z, log_z_y).min(0.0).exp();
             stay -= p;
             row.insert(y, p);
         }
         row.insert(x.to_vec(), stay.max(0.0));
-        crate::gibbs::finish_row(row)
+        Ok(crate::gibbs::finish_row(row))
     }
 }
 
@@ -253,13 +254,12 @@ pub const LB: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[],
-    build: LocallyBalanced::build,
+    build: Build::Plain(LocallyBalanced::build),
     doc: "exact locally balanced one-flip proposal",
     paper: "Zanella 2020",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -294,7 +294,7 @@ mod tests {
         let zx = z(&[0.3, -0.7, 0.25]);
         let zy = z(&[-0.3, 0.9, -0.95]);
         let expect = (0.15f64).exp() / zx * (zx / zy).min(1.0);
-        let row = LocallyBalanced.transition_row(&q, &[0, 0, 0], 0);
+        let row = LocallyBalanced.transition_row(&q, &[0, 0, 0], 0).unwrap();
         let p = row.iter().find(|(y, _)| y == &[1, 0, 0]).unwrap().1;
         assert!((p - expect).abs() < 1e-15, "{p} vs {expect}");
     }

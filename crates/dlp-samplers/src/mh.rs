@@ -582,13 +582,6 @@ impl<P: MoveProposal, E: Evaluator> Chains for MhChains<'_, P, E> {
     }
 }
 
-/// An evaluation inside an exact transition row ([`dlp_core::ExactKernel`], whose rows are
-/// infallible): exact rows enumerate small CPU models, which never fail, so an error here is a
-/// misuse (a device or callback target handed to the exact suite) and panics naming it.
-pub fn exact_eval<T>(r: Result<T, EvalError>) -> T {
-    r.unwrap_or_else(|e| panic!("an exact transition row needs a target that cannot fail: {e}"))
-}
-
 /// The exact transition row of the kernel from `x`: unadjusted, every y with q(y|x); with the
 /// MH test, y ≠ x with q(y|x)·min(1, e^A) and x with q(x|x) plus the rejected rest. `eval`
 /// gives f and ∇f of one state (f returned, ∇f written), so that a minibatch row can pass its
@@ -598,15 +591,19 @@ pub fn exact_row<P: Proposal>(
     mh: bool,
     space: &Space,
     x: &[u32],
-    mut eval: impl FnMut(&[u32], &mut [f64]) -> f64,
-) -> Vec<Transition> {
+    mut eval: impl FnMut(&[u32], &mut [f64]) -> Result<f64, EvalError>,
+) -> Result<Vec<Transition>, EvalError> {
     let mut grad = vec![0.0; space.grad_len()];
-    let f_x = eval(x, &mut grad);
+    let f_x = eval(x, &mut grad)?;
+    let mut failed = None;
     let (mut cache, mut y_cache) = (proposal.new_cache(space), proposal.new_cache(space));
     proposal.prepare(space, x, &grad, &mut cache);
     let mut row = Vec::new();
     let mut stay = 0.0;
     crate::dlp::proposal::for_each_state(space, |y| {
+        if failed.is_some() {
+            return;
+        }
         let fwd = proposal.log_prob(space, x, y, &cache);
         let q = fwd.exp();
         if y == x {
@@ -616,7 +613,10 @@ pub fn exact_row<P: Proposal>(
                 row.push((y.to_vec(), q));
             }
         } else if q > 0.0 {
-            let f_y = eval(y, &mut grad);
+            let f_y = match eval(y, &mut grad) {
+                Ok(f) => f,
+                Err(e) => return failed = Some(e),
+            };
             proposal.prepare(space, y, &grad, &mut y_cache);
             let rev = proposal.log_prob(space, y, x, &y_cache);
             let a = accept_prob(log_accept_ratio(f_x, f_y, fwd, rev));
@@ -626,8 +626,11 @@ pub fn exact_row<P: Proposal>(
             stay += q * (1.0 - a);
         }
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if stay > 0.0 {
         row.push((x.to_vec(), stay));
     }
-    row
+    Ok(row)
 }

@@ -77,13 +77,16 @@
 //! (the code's categorical variant also draws a class per site; not implemented here).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
-use crate::mh::{Caching, MhChains, MoveProposal, exact_eval};
+use crate::mh::{Caching, MhChains, MoveProposal};
 use crate::proposal::{accept_prob, sample_weights};
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{ChainRng, Chains, DomainKind, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{
+    ChainRng, Chains, DomainKind, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition,
+};
 use rand::RngExt;
 use std::collections::BTreeMap;
 
@@ -291,7 +294,7 @@ impl Sampler for Pas {
 }
 
 impl ExactKernel for Pas {
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         mixture_row(self, target, x, &|y, g| target.log_density_grad(y, g), site_weights)
     }
 }
@@ -305,15 +308,15 @@ pub(crate) fn mixture_row(
     x: &[u32],
     local: &LocalInfo<'_>,
     weights: SiteWeights,
-) -> Vec<Transition> {
+) -> Result<Vec<Transition>, EvalError> {
     let (lo, hi, theta) = paths.lengths(target.space().d);
-    let mut row = fixed_length_row(target, x, lo, 1.0 - theta, local, weights);
+    let mut row = fixed_length_row(target, x, lo, 1.0 - theta, local, weights)?;
     if hi != lo {
-        for (y, p) in fixed_length_row(target, x, hi, theta, local, weights) {
+        for (y, p) in fixed_length_row(target, x, hi, theta, local, weights)? {
             *row.entry(y).or_insert(0.0) += p;
         }
     }
-    crate::gibbs::finish_row(row)
+    Ok(crate::gibbs::finish_row(row))
 }
 
 /// `weight` times the transition row from `x` of the step with paths of `len` flips: every
@@ -325,16 +328,16 @@ fn fixed_length_row(
     weight: f64,
     local: &LocalInfo<'_>,
     weights: SiteWeights,
-) -> BTreeMap<Vec<u32>, f64> {
+) -> Result<BTreeMap<Vec<u32>, f64>, EvalError> {
     let d = target.space().d;
     let eval = |y: &[u32]| {
         let mut g = vec![0.0; d];
-        let f = exact_eval(local(y, &mut g));
+        let f = local(y, &mut g)?;
         let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
         weights(y, &g, &mut l, &mut w);
-        (f, l, w)
+        Ok::<_, EvalError>((f, l, w))
     };
-    let (f_x, logit_x, w_x) = eval(x);
+    let (f_x, logit_x, w_x) = eval(x)?;
     let mut cache: BTreeMap<Vec<u32>, (f64, Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut row: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
     let mut taken = vec![false; d];
@@ -347,7 +350,10 @@ fn fixed_length_row(
         if distinct && path.iter().all(|&i| w_x[i] > 0.0) {
             let q = path_log_prob(&logit_x, &w_x, path.iter().copied(), &mut taken).exp();
             flip(x, &path, &mut y);
-            let (f_y, logit_y, w_y) = cache.entry(y.clone()).or_insert_with(|| eval(&y));
+            if !cache.contains_key(&y) {
+                cache.insert(y.clone(), eval(&y)?);
+            }
+            let (f_y, logit_y, w_y) = &cache[&y];
             let a = log_accept_ratio(f_x, *f_y, &logit_x, &w_x, logit_y, w_y, &path, &mut taken);
             let p = q * accept_prob(a);
             *row.entry(y.clone()).or_insert(0.0) += weight * p;
@@ -367,7 +373,7 @@ fn fixed_length_row(
         }
     }
     *row.entry(x.to_vec()).or_insert(0.0) += weight * stay.max(0.0);
-    row
+    Ok(row)
 }
 
 /// Site log-weights and weights of a state from its local information (x, row, logit, w):
@@ -462,7 +468,7 @@ pub const PAS: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Pas::build,
+    build: Build::Plain(Pas::build),
     doc: "path auxiliary sampler with a mean path length r (`--step-size`, adapted toward \
           acceptance 0.574 in `dlp sample`'s warm-up): each step flips ⌊r⌋ or ⌊r⌋ + 1 distinct sites \
           (both with probability ≥ 5%, so both parities: irreducible), drawn without replacement from \
@@ -471,7 +477,6 @@ pub const PAS: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
@@ -486,14 +491,13 @@ pub const PAS_R: SamplerSpec = SamplerSpec {
     counts: &[1],
     numbers: &["R"],
     params: &[],
-    build: Pas::build,
+    build: Build::Plain(Pas::build),
     doc: "path auxiliary sampler with exactly R flips per step (the published runs' fixed length); \
           reducible for even R (parity kept) and for R ≥ d (complements only): use `pas` there",
     paper: "Sun et al. 2022 (ICLR), §4",
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: Pas::not_ergodic_on,
     target_accept: MALA_TARGET_ACCEPT,

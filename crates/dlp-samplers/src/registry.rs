@@ -11,9 +11,9 @@
 use dlp_core::{Sampler, SamplerError, Space};
 
 pub use crate::spec::{
-    BATCH_SIZE, BenchModel, Constructor, Defaults, DeviceKernel, NO_DEFAULTS, NO_TESTS, NotErgodicOn, PLAIN,
-    PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec, TestSpec,
-    ergodic_everywhere,
+    BATCH_SIZE, BenchModel, Build, Constructor, Defaults, DeviceKernel, Inner, NO_DEFAULTS, NO_TESTS, NotErgodicOn,
+    PLAIN, PRECONDITIONER, Param, ParamSpec, STEP_SIZE, STEP_SIZE_MIN, SamplerName, SamplerParams, SamplerSpec,
+    TestSpec, Wrapper, ergodic_everywhere,
 };
 
 /// Every sampler family of dlp, in the order help and tables list them: one line per family,
@@ -59,7 +59,7 @@ pub fn sampler_names() -> Vec<String> {
 pub fn find(name: &str) -> Option<(&'static SamplerSpec, SamplerName)> {
     let parsed = SamplerName::parse(name);
     let spec = REGISTRY.iter().find(|s| {
-        s.stem == parsed.stem && s.counts.contains(&parsed.numbers.len()) && s.wraps == parsed.inner.is_some()
+        s.stem == parsed.stem && s.counts.contains(&parsed.numbers.len()) && s.wraps() == parsed.inner.is_some()
     })?;
     Some((spec, parsed))
 }
@@ -70,12 +70,27 @@ pub fn not_ergodic_on(name: &str, space: &Space) -> Option<String> {
     find(name).and_then(|(spec, parsed)| (spec.not_ergodic_on)(&parsed, space))
 }
 
-/// Builds the sampler called `name` with `params`.
+/// Builds the sampler called `name` with `params` (a wrapper around its resolved inner sampler).
 pub fn build_sampler(name: &str, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
     match find(name) {
-        Some((spec, parsed)) => (spec.build)(&parsed, params),
+        Some((spec, parsed)) => match spec.build {
+            Build::Plain(construct) => construct(&parsed, params),
+            Build::Wrapper(w) => (w.build)(&parsed, params, &inner_of(&parsed)?),
+        },
         None => Err(SamplerError::UnknownSampler(name.to_string(), sampler_names().join(", "))),
     }
+}
+
+/// The inner sampler of a wrapper's parsed name (`pt-4:gwg` → `gwg`), resolved.
+pub fn inner_of(parsed: &SamplerName) -> Result<Inner, SamplerError> {
+    resolve_inner(parsed.inner.as_deref().unwrap_or_default())
+}
+
+/// The registry row and parsed name of `name`, as a wrapper's inner sampler.
+pub fn resolve_inner(name: &str) -> Result<Inner, SamplerError> {
+    let (spec, parsed) =
+        find(name).ok_or_else(|| SamplerError::UnknownSampler(name.to_string(), sampler_names().join(", ")))?;
+    Ok(Inner { name: name.to_string(), spec, parsed })
 }
 
 /// Every usage form of every family, comma-separated, for the CLI's `--sampler` help.
@@ -202,5 +217,28 @@ mod tests {
             }
         }
         assert!(help.contains("hb-<L>-<r>, gwg, gwg-<k>, lb"), "{help}");
+    }
+
+    #[test]
+    fn the_registry_builds_it_by_name_with_ladder_checks() {
+        let s = build_sampler("pt-3:lb", &SamplerParams::default()).unwrap();
+        assert_eq!(s.name(), "pt-3:lb");
+        let bad = |name: &str, ladder: Option<Vec<f64>>| {
+            let e = build_sampler(name, &SamplerParams { ladder, step_size: Some(0.5), ..Default::default() });
+            e.err().unwrap().to_string()
+        };
+        assert!(bad("pt-3:gwg", Some(vec![1.0, 0.5])).contains("2 values"));
+        assert!(bad("pt-2:gwg", Some(vec![0.9, 0.5])).contains("start at β = 1"));
+        assert!(bad("pt-2:gwg", Some(vec![1.0, 1.5])).contains("decrease strictly"));
+        assert!(bad("pt-3:gwg", Some(vec![1.0, 0.5, 0.0])).contains("above 0"));
+        assert!(bad("pt-1:gwg", None).contains("at least 2"));
+        assert!(bad("pt-2:pt-2:gwg", None).contains("wrapper"));
+        assert!(bad("pt-2:sg-dmala", None).contains("data model"));
+        assert!(build_sampler("pt-2", &SamplerParams::default()).is_err(), "a wrapper needs an inner sampler");
+        assert!(build_sampler("gwg:dmala", &SamplerParams::default()).is_err(), "only wrappers take one");
+        // Chains that cannot be moved (block Gibbs) are refused at the start, naming them.
+        let bg = build_sampler("pt-2:bg-2", &SamplerParams::default()).unwrap();
+        let e = bg.start(&dlp_core::testing::Quadratic::spec_tiny(), &[0, 0, 0]).err().unwrap().to_string();
+        assert!(e.contains("bg-2") && e.contains("exchange"), "{e}");
     }
 }

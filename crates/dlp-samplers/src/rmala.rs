@@ -62,7 +62,7 @@
 
 use crate::proposal::mh_accept;
 use crate::spec::{
-    NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+    Build, NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::capability::{IsingView, RbmView};
 use dlp_core::math::sigmoid;
@@ -407,7 +407,7 @@ pub const RMALA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Rmala::build,
+    build: Build::Plain(Rmala::build),
     doc: "relaxed MALA (continuous-relaxation baseline): MALA on z ∈ ℝ^d with the sigmoid-surrogate \
           gradient, MH against N(z; 0, I)·exp f(1[z > 0]); reports x = 1[z > 0] (exact x-law); binary/spin; \
           `--step-size` is ε (variance 2ε), adapted toward acceptance 0.57",
@@ -415,7 +415,6 @@ pub const RMALA: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: true,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RMALA_TARGET_ACCEPT,

@@ -30,13 +30,15 @@
 //! evaluation or an MH draw (A = 0). No gradients.
 
 use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
-use crate::mh::exact_eval;
 use crate::mh::{Caching, MhChains, Proposal, TargetEval, exact_row, start_error};
+use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{ChainRng, Chains, ExactKernel, RunOptions, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{
+    ChainRng, Chains, EvalError, ExactKernel, RunOptions, Sampler, SamplerError, Space, Target, Transition,
+};
 use rand::RngExt;
 
 /// DISCS's target acceptance for adaptive random-walk Metropolis.
@@ -193,10 +195,10 @@ impl Sampler for Rwm {
 impl ExactKernel for Rwm {
     /// Every state y ≠ x with q(y|x)·min(1, e^{f(y) − f(x)}), and x with the rest: the one
     /// kernel's row ([`exact_row`]).
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let space = target.space();
         let proposal = RwmProposal { p: change_probability(self.r, space.d), k: space.k() };
-        exact_row(&proposal, true, space, x, |y, _| exact_eval(target.log_density(y)))
+        exact_row(&proposal, true, space, x, |y, _| target.log_density(y))
     }
 }
 
@@ -208,7 +210,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE],
-    build: Rwm::build,
+    build: Build::Plain(Rwm::build),
     doc: "random-walk Metropolis (gradient-free baseline): each site changes with probability r/d \
           (r = `--step-size` ∈ (0, d), adapted toward acceptance 0.234 in `dlp sample`'s warm-up) to a \
           uniform other value, MH with min(1, π(y)/π(x)); binary/spin/categorical/ordinal",
@@ -216,7 +218,6 @@ pub const RWM: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RWM_TARGET_ACCEPT,
@@ -251,7 +252,7 @@ mod tests {
         // q((1,0,0)|x) = 0.5·0.5·0.5 and the move is accepted with min(1, e^{0.3}) = 1;
         // (0,1,0) has f = −0.7: 0.125·e^{−0.7}.
         let q = Quadratic::spec_tiny();
-        let row = Rwm::new(1.5).unwrap().transition_row(&q, &[0, 0, 0], 0);
+        let row = Rwm::new(1.5).unwrap().transition_row(&q, &[0, 0, 0], 0).unwrap();
         let at = |y: &[u32]| row.iter().find(|(s, _)| s == y).unwrap().1;
         assert!((at(&[1, 0, 0]) - 0.125).abs() < 1e-15);
         assert!((at(&[0, 1, 0]) - 0.125 * (-0.7f64).exp()).abs() < 1e-15);

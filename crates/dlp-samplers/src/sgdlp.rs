@@ -22,11 +22,12 @@
 use crate::dlp::proposal::{DlpProposal, MAX_EXACT_STATES};
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::mh::{Caching, MhChains, exact_row};
+use crate::spec::Build;
 use crate::spec::{
     BATCH_SIZE, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
 };
 use dlp_core::TargetExt;
-use dlp_core::{Batch, Chains, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
+use dlp_core::{Batch, Chains, EvalError, ExactKernel, Sampler, SamplerError, Space, Target, Transition};
 
 /// Stochastic-gradient DLP: step size α, minibatch size B, with (`sg-dmala`) or without
 /// (`sg-dula`) the minibatch MH test.
@@ -102,24 +103,25 @@ impl SgDlp {
     /// The law of one step from `x` on one given batch (what a step does once the runner has
     /// drawn that batch), added with weight `weight` to `probs` (the states of the space in
     /// enumeration order).
-    fn row_on_batch(&self, target: &dyn Target, x: &[u32], batch: Batch<'_>, probs: &mut [f64], weight: f64) {
+    fn row_on_batch(
+        &self,
+        target: &dyn Target,
+        x: &[u32],
+        batch: Batch<'_>,
+        probs: &mut [f64],
+        weight: f64,
+    ) -> Result<(), EvalError> {
         let space = target.space();
         let mut f = [0.0];
+        // f̂ and ĝ of each state on `batch`.
         let row = exact_row(&self.proposal, self.mh, space, x, |y, g| {
-            evaluate(target, y, batch, &mut f, g);
-            f[0]
-        });
+            target.evaluate(y, batch, &mut f, Some(g))?;
+            Ok(f[0])
+        })?;
         for (y, p) in row {
             probs[space.index_of_state(&y) as usize] += weight * p;
         }
-    }
-}
-
-/// f̂ and ĝ of one state on `batch`; panics on an evaluation error (exact tooling runs on CPU
-/// models that cannot fail).
-fn evaluate(target: &dyn Target, x: &[u32], batch: Batch<'_>, f: &mut [f64], g: &mut [f64]) {
-    if let Err(e) = target.evaluate(x, batch, f, Some(g)) {
-        panic!("stochastic-gradient exact row: {e}");
+        Ok(())
     }
 }
 
@@ -175,12 +177,17 @@ fn n_subsets(n: usize, b: usize) -> f64 {
 impl SgDlp {
     /// The law of one step from `x` given the batch `items`, as `(state, probability)` pairs
     /// (the conditional law the empirical tests compare with).
-    pub fn transition_row_on(&self, target: &dyn Target, x: &[u32], items: &[usize]) -> Vec<Transition> {
+    pub fn transition_row_on(
+        &self,
+        target: &dyn Target,
+        x: &[u32],
+        items: &[usize],
+    ) -> Result<Vec<Transition>, EvalError> {
         let space = target.space();
         let n_states = space.n_states().filter(|&s| s <= MAX_EXACT_STATES).expect("exact rows need a small space");
         let mut probs = vec![0.0; n_states as usize];
-        self.row_on_batch(target, x, Batch::Items(items), &mut probs, 1.0);
-        to_row(space, &probs)
+        self.row_on_batch(target, x, Batch::Items(items), &mut probs, 1.0)?;
+        Ok(to_row(space, &probs))
     }
 }
 
@@ -200,7 +207,7 @@ impl ExactKernel for SgDlp {
     /// The law of one fresh step from `x`: the row on one batch, averaged over the C(N, B)
     /// equally likely batches the runner draws. Panics unless the target has data terms, on
     /// more than [`MAX_EXACT_STATES`] candidate states, or more than 10^5 minibatches.
-    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Vec<Transition> {
+    fn transition_row(&self, target: &dyn Target, x: &[u32], _phase: usize) -> Result<Vec<Transition>, EvalError> {
         let n_data = self.n_data(target).unwrap_or_else(|e| panic!("{e}"));
         let space: &Space = target.space();
         let b = self.batch_size;
@@ -208,10 +215,14 @@ impl ExactKernel for SgDlp {
         assert!(n_batches <= 1e5, "{} exact row: C({n_data}, {b}) minibatches is too many", self.name());
         let n_states = space.n_states().filter(|&s| s <= MAX_EXACT_STATES).expect("exact rows need a small space");
         let mut probs = vec![0.0; n_states as usize];
+        let mut result = Ok(());
         for_each_subset(n_data, b, |batch| {
-            self.row_on_batch(target, x, Batch::Items(batch), &mut probs, 1.0 / n_batches);
+            if result.is_ok() {
+                result = self.row_on_batch(target, x, Batch::Items(batch), &mut probs, 1.0 / n_batches);
+            }
         });
-        to_row(space, &probs)
+        result?;
+        Ok(to_row(space, &probs))
     }
 }
 
@@ -226,18 +237,17 @@ pub const SG_DULA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, BATCH_SIZE],
-    build: construct,
+    build: Build::Plain(construct),
     doc: "stochastic-gradient DULA on data targets, one minibatch per step shared by all chains",
     paper: "Zhang et al. 2022, §6",
     exact: false,
     needs_data: true,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
-    tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2) },
+    tests: TestSpec { names: &["sg-dula"], step_size: Some(0.5), batch_size: Some(2), schedule_memory: false },
     defaults: crate::spec::NO_DEFAULTS,
 };
 
@@ -247,19 +257,18 @@ pub const SG_DMALA: SamplerSpec = SamplerSpec {
     counts: PLAIN,
     numbers: &[],
     params: &[STEP_SIZE, BATCH_SIZE],
-    build: construct,
+    build: Build::Plain(construct),
     doc: "stochastic-gradient DMALA as the official BNN code runs it: the MH test on the \
           step's minibatch, so not exact for π",
     paper: "Zhang et al. 2022, §6 (official code)",
     exact: false,
     needs_data: true,
     particles: false,
-    wraps: false,
     augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,
-    tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2) },
+    tests: TestSpec { names: &["sg-dmala"], step_size: Some(0.5), batch_size: Some(2), schedule_memory: false },
     defaults: crate::spec::NO_DEFAULTS,
 };
 
@@ -451,8 +460,9 @@ mod tests {
                 let mut info = vec![StepInfo::default(); m];
                 c.try_step(&mut rngs, &mut info, Batch::Items(&items)).unwrap();
                 assert!(info.iter().all(|i| i.data_evals == items.len() as u32 * if mh { 2 } else { 1 }));
-                let row = sg.transition_row_on(&t, &x0, &items);
-                let full = DlpSampler::new("d", mh, DlpProposal::new(0.6, None).unwrap()).transition_row(&t, &x0, 0);
+                let row = sg.transition_row_on(&t, &x0, &items).unwrap();
+                let full =
+                    DlpSampler::new("d", mh, DlpProposal::new(0.6, None).unwrap()).transition_row(&t, &x0, 0).unwrap();
                 let gap: f64 = row.iter().zip(&full).map(|(r, f)| (r.1 - f.1).abs()).sum();
                 assert!(gap > 0.05, "the minibatch must change the law here ({gap})");
                 assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);

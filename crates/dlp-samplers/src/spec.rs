@@ -71,6 +71,64 @@ pub type AdaptFn =
 /// Constructor of one sampler family.
 pub type Constructor = fn(&SamplerName, &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError>;
 
+/// How a family is built: from its name and parameters, or — a wrapper — around an inner
+/// sampler that the registry resolves and hands over ([`Inner`]), so that a wrapper's module
+/// never imports the registry that lists it.
+#[derive(Clone, Copy, Debug)]
+pub enum Build {
+    /// A family built from its name and parameters.
+    Plain(Constructor),
+    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`).
+    Wrapper(Wrapper),
+}
+
+/// The functions of a wrapper row; each gets the resolved inner sampler.
+#[derive(Clone, Copy, Debug)]
+pub struct Wrapper {
+    /// Builds the wrapper around its inner sampler.
+    pub build: WrapperConstructor,
+    /// Its warm-up tuner (the inner sampler's step size, then the wrapper's own parameters).
+    pub adapt: WrapperAdaptFn,
+}
+
+/// A wrapper's constructor: [`Constructor`] with the resolved inner sampler.
+pub type WrapperConstructor = fn(&SamplerName, &SamplerParams, &Inner) -> Result<Box<dyn Sampler>, SamplerError>;
+
+/// A wrapper's warm-up tuner: [`AdaptFn`] with the resolved inner sampler.
+pub type WrapperAdaptFn = fn(
+    &SamplerName,
+    &SamplerParams,
+    &Inner,
+    &dyn Target,
+    &[u32],
+    &AdaptOptions,
+    &RunOptions,
+) -> Result<Adapted, SamplerError>;
+
+/// A wrapper's inner sampler as the registry resolved it (`pt-4:gwg-2` → `gwg-2`).
+#[derive(Clone, Debug)]
+pub struct Inner {
+    /// Its name as written after the colon.
+    pub name: String,
+    /// Its row.
+    pub spec: &'static SamplerSpec,
+    /// The name, parsed.
+    pub parsed: SamplerName,
+}
+
+impl Inner {
+    /// Builds the inner sampler with `params` (a wrapper inside a wrapper is refused).
+    pub fn build(&self, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
+        match self.spec.build {
+            Build::Plain(construct) => construct(&self.parsed, params),
+            Build::Wrapper(_) => Err(SamplerError::BadParameter {
+                sampler: self.name.clone(),
+                message: "a wrapper cannot wrap another wrapper".into(),
+            }),
+        }
+    }
+}
+
 /// A continuous parameter of [`SamplerParams`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param {
@@ -143,6 +201,10 @@ pub struct TestSpec {
     /// Minibatch size of those runs, for families that take one. (A required preconditioner
     /// is supplied by the suite, since it depends on the model's d.)
     pub batch_size: Option<usize>,
+    /// The scan order is a random permutation consumed across steps (bg, hb): the chain of
+    /// states alone is not Markov, so its multi-step law is not a product of the one-step
+    /// matrices and the exact suite checks such a family by its averaged kernel only.
+    pub schedule_memory: bool,
 }
 
 /// The algorithm of a family's device-resident chains (`dlp_device::device_samplers` runs it
@@ -213,8 +275,8 @@ pub struct SamplerSpec {
     pub numbers: &'static [&'static str],
     /// The continuous parameters it takes.
     pub params: &'static [ParamSpec],
-    /// The constructor.
-    pub build: Constructor,
+    /// How it is built: a constructor, or a wrapper's functions.
+    pub build: Build,
     /// One line: what it is.
     pub doc: &'static str,
     /// Where it comes from (paper and section), or `baseline`.
@@ -228,10 +290,6 @@ pub struct SamplerSpec {
     /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
     /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
     pub particles: bool,
-    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`): its kernel
-    /// lives on a product space, so the general exact suite skips the row and the family's
-    /// own suite checks it (`pt`: `dlp-exact/tests/tempering.rs`).
-    pub wraps: bool,
     /// The chain moves on an augmented continuous space and reports a function of it (`rmala`:
     /// z ∈ ℝ^d, reported x = 1[z > 0]). Exact on that space for the reported x-law, but x alone
     /// is not a Markov chain, so there is no transition matrix on the model's states: the
@@ -263,7 +321,7 @@ impl SamplerSpec {
                 for n in &self.numbers[..c.min(self.numbers.len())] {
                     form.push_str(&format!("-<{n}>"));
                 }
-                if self.wraps {
+                if self.wraps() {
                     form.push_str(":<sampler>");
                 }
                 form
@@ -274,6 +332,13 @@ impl SamplerSpec {
     /// The forms joined for messages (`gwg | gwg-<k>`).
     pub fn usage(&self) -> String {
         self.forms().join(" | ")
+    }
+
+    /// A wrapper around another family, named after a colon (`pt-<K>:<inner>`, [`Build::Wrapper`]):
+    /// its kernel lives on a product space, so the general exact suite skips the row and the
+    /// family's own suite checks it (`pt`: `dlp-exact/tests/tempering.rs`).
+    pub fn wraps(&self) -> bool {
+        matches!(self.build, Build::Wrapper(_))
     }
 
     /// Whether the family takes `param`.
@@ -292,7 +357,7 @@ impl SamplerSpec {
     /// wrapper, whose kernel lives on a product space (`tempering.rs`), or a chain on an
     /// augmented continuous space (`rmala.rs`).
     pub fn has_state_kernel(&self) -> bool {
-        !self.needs_data && !self.particles && !self.wraps && !self.augmented
+        !self.needs_data && !self.particles && !self.wraps() && !self.augmented
     }
 
     /// Whether the family refuses to build without `param`.
@@ -327,4 +392,4 @@ impl SamplerSpec {
 pub const PLAIN: &[usize] = &[0];
 
 /// A family with no test runs yet; rows spell out their own (the coverage test demands some).
-pub const NO_TESTS: TestSpec = TestSpec { names: &[], step_size: None, batch_size: None };
+pub const NO_TESTS: TestSpec = TestSpec { names: &[], step_size: None, batch_size: None, schedule_memory: false };

@@ -45,13 +45,12 @@
 //! uses gradients) per replica state moved by an exchange, counted in the step's record;
 //! f(x_k) comes from the replicas' cached β_k f (evaluated when the inner chains keep none).
 
-use crate::adapt::{adapt_step_size, default_target_accept};
 use crate::ais::Tempered;
 use crate::dual_averaging::{ADAPT, AdaptOptions, Adapted};
-use crate::mh::exact_eval;
 use crate::proposal::{accept_prob, mh_accept};
-use crate::registry::{build_sampler, find};
+use crate::spec::{Build, Inner, Wrapper};
 use crate::spec::{LADDER, NO_DEFAULTS, NO_TESTS, STEP_SIZE_OPTIONAL, SamplerName, SamplerParams, SamplerSpec};
+use crate::tune::adapt_inner;
 use dlp_core::rng::derive_seed;
 use dlp_core::{
     Batch, ChainRng, Chains, EvalError, RunOptions, Sampler, SamplerError, Space, StepInfo, Target, TargetExt,
@@ -76,10 +75,12 @@ pub fn default_ladder(k: usize) -> Vec<f64> {
 }
 
 impl Tempering {
-    /// `inner` (a registry name, built with `params`) on `ladder` (1 = β₁ > … > β_K > 0, K ≥ 2).
-    pub fn new(inner: &str, params: &SamplerParams, ladder: Vec<f64>) -> Result<Self, SamplerError> {
-        let bad =
-            |message: String| SamplerError::BadParameter { sampler: format!("pt-{}:{inner}", ladder.len()), message };
+    /// `inner` (built with `params`) on `ladder` (1 = β₁ > … > β_K > 0, K ≥ 2).
+    pub fn new(inner: &Inner, params: &SamplerParams, ladder: Vec<f64>) -> Result<Self, SamplerError> {
+        let bad = |message: String| SamplerError::BadParameter {
+            sampler: format!("pt-{}:{}", ladder.len(), inner.name),
+            message,
+        };
         if ladder.len() < 2 {
             return Err(bad(format!("needs at least 2 replicas, got {}", ladder.len())));
         }
@@ -92,26 +93,27 @@ impl Tempering {
                 w[1], w[0]
             )));
         }
-        match find(inner) {
-            Some((spec, _)) if spec.wraps => return Err(bad("a wrapper cannot wrap another wrapper".into())),
-            Some((spec, _)) if spec.needs_data || spec.particles => {
-                return Err(bad(format!("cannot wrap {inner}: it needs a data model or moves interacting particles")));
-            }
-            _ => {}
+        if inner.spec.wraps() {
+            return Err(bad("a wrapper cannot wrap another wrapper".into()));
+        }
+        if inner.spec.needs_data || inner.spec.particles {
+            return Err(bad(format!(
+                "cannot wrap {}: it needs a data model or moves interacting particles",
+                inner.name
+            )));
         }
         let inner_params = SamplerParams { ladder: None, ..params.clone() };
-        let sampler = build_sampler(inner, &inner_params)?;
-        Ok(Tempering { inner_name: inner.to_string(), inner: sampler, ladder })
+        let sampler = inner.build(&inner_params)?;
+        Ok(Tempering { inner_name: inner.name.clone(), inner: sampler, ladder })
     }
 
     /// Registry constructor for `pt-<K>:<inner>`: `--ladder` (K values) or the default.
-    pub fn build(name: &SamplerName, params: &SamplerParams) -> Result<Box<dyn Sampler>, SamplerError> {
+    pub fn build(name: &SamplerName, params: &SamplerParams, inner: &Inner) -> Result<Box<dyn Sampler>, SamplerError> {
         let k = name.numbers[0];
-        let inner = name.inner.as_deref().unwrap_or_default();
         let ladder = params.ladder.clone().unwrap_or_else(|| default_ladder(k));
         if ladder.len() != k {
             return Err(SamplerError::BadParameter {
-                sampler: format!("pt-{k}:{inner}"),
+                sampler: format!("pt-{k}:{}", inner.name),
                 message: format!("--ladder has {} values but the name asks for {k} replicas", ladder.len()),
             });
         }
@@ -164,12 +166,12 @@ impl Tempering {
     /// The exact law of one step from the product state `xs` (K × d: replica k's state at
     /// k·d..(k+1)·d), phase `phase` of the inner sampler: the product of the inner kernels'
     /// rows on the tempered targets, then the exchange step, by the functions `step` uses.
-    pub fn product_row(&self, target: &dyn Target, xs: &[u32], phase: usize) -> Vec<Transition> {
+    pub fn product_row(&self, target: &dyn Target, xs: &[u32], phase: usize) -> Result<Vec<Transition>, EvalError> {
         let d = target.space().d;
         let exact = self.inner.exact().expect("every registry sampler that can be wrapped has exact rows");
         let mut law: Vec<Transition> = vec![(Vec::new(), 1.0)];
         for (k, t) in self.targets(target).iter().enumerate() {
-            let row = exact.transition_row(t, &xs[k * d..(k + 1) * d], phase);
+            let row = exact.transition_row(t, &xs[k * d..(k + 1) * d], phase)?;
             law = law
                 .iter()
                 .flat_map(|(z, p)| row.iter().map(move |(y, q)| ([z.as_slice(), y].concat(), p * q)))
@@ -177,7 +179,7 @@ impl Tempering {
         }
         let mut out: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
         for (z, p) in law {
-            let f: Vec<f64> = z.chunks(d).map(|x| exact_eval(target.log_density(x))).collect();
+            let f = z.chunks(d).map(|x| target.log_density(x)).collect::<Result<Vec<f64>, _>>()?;
             for first in [0, 1] {
                 // The pairs of this set, each exchanged or not: 2^pairs outcomes.
                 let pairs: Vec<usize> = (first..self.ladder.len() - 1).step_by(2).collect();
@@ -199,7 +201,7 @@ impl Tempering {
                 }
             }
         }
-        out.into_iter().collect()
+        Ok(out.into_iter().collect())
     }
 
     /// log of the exchange ratio of replicas k and k+1 with f (at β = 1) of every replica.
@@ -216,13 +218,14 @@ impl Tempering {
     pub fn adapt(
         name: &SamplerName,
         params: &SamplerParams,
+        inner: &Inner,
         target: &dyn Target,
         x0: &[u32],
         opts: &AdaptOptions,
         run: &RunOptions,
     ) -> Result<Adapted, SamplerError> {
-        let (k, inner) = (name.numbers[0], name.inner.clone().unwrap_or_default());
-        let inner_adapts = find(&inner).is_some_and(|(s, _)| s.adapts_step_size());
+        let k = name.numbers[0];
+        let inner_adapts = inner.spec.adapts_step_size();
         let mut params = params.clone();
         let mut x = x0.to_vec();
         // Whole windows, as every adaptation counts them: the inner step size gets half (at
@@ -233,10 +236,10 @@ impl Tempering {
         if inner_adapts && params.step_size.is_none() {
             let half = AdaptOptions {
                 warmup: (total_windows / 2).max(1) * opts.window,
-                target_accept: default_target_accept(&inner),
+                target_accept: inner.spec.target_accept,
                 ..opts.clone()
             };
-            let a = adapt_step_size(&inner, &params, target, &x, &half, run)?;
+            let a = adapt_inner(inner, &params, target, &x, &half, run)?;
             params.step_size = a.step_size;
             params.step_size_min = a.step_size_min.or(params.step_size_min);
             x = a.positions;
@@ -251,7 +254,7 @@ impl Tempering {
         let windows = total_windows - step_windows;
         let mut xs = vec![x.clone(); k];
         for w in 0..windows {
-            let pt = Tempering::new(&inner, &params, ladder.clone())?;
+            let pt = Tempering::new(inner, &params, ladder.clone())?;
             let mut chains = pt.start_replicas(target, &xs)?;
             let n = chains.n_chains();
             let mut rngs = chain_rngs(derive_seed(run.seed, &[ADAPT, LADDER_WINDOWS, w as u64]), 0, n);
@@ -471,7 +474,7 @@ pub const PT: SamplerSpec = SamplerSpec {
     counts: &[1],
     numbers: &["K"],
     params: &[STEP_SIZE_OPTIONAL, LADDER],
-    build: Tempering::build,
+    build: Build::Wrapper(Wrapper { build: Tempering::build, adapt: Tempering::adapt }),
     doc: "parallel tempering: K replicas of the sampler named after the colon (`pt-4:gwg`) at inverse \
           temperatures `--ladder` (default 1, ½, ¼, …; adapted toward equal swap rates in `dlp sample`'s \
           warm-up), stochastic even–odd exchanges; `--step-size` goes to the inner sampler",
@@ -479,11 +482,10 @@ pub const PT: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
-    wraps: true,
     augmented: false,
     not_ergodic_on: crate::spec::ergodic_everywhere,
     target_accept: crate::dual_averaging::MALA_TARGET_ACCEPT,
-    adapt: Some(Tempering::adapt),
+    adapt: None,
     tests: TestSpec {
         names: &["pt-2:dmala", "pt-3:rwm", "pt-2:gibbs", "pt-2:gwg", "pt-2:lb"],
         step_size: Some(0.75),
@@ -500,8 +502,25 @@ mod tests {
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
     use std::collections::HashMap;
 
-    fn pt(inner: &str, step: Option<f64>, ladder: &[f64]) -> Tempering {
-        Tempering::new(inner, &SamplerParams { step_size: step, ..Default::default() }, ladder.to_vec()).unwrap()
+    /// `name` as an inner sampler, resolved from the rows these tests wrap (the registry's
+    /// resolution is tested in `registry.rs`, which lists this module).
+    pub(crate) fn inner(name: &str) -> Inner {
+        let parsed = SamplerName::parse(name);
+        let rows: [&'static SamplerSpec; 7] = [
+            &crate::dlmc::DLMC,
+            &crate::locally_balanced::LB,
+            &crate::gwg::GWG,
+            &crate::rwm::RWM,
+            &crate::dlp::DMALA,
+            &crate::gibbs::GIBBS,
+            &crate::block_gibbs::BG,
+        ];
+        let spec = rows.into_iter().find(|s| s.stem == parsed.stem).expect("a row these tests wrap");
+        Inner { name: name.to_string(), spec, parsed }
+    }
+
+    fn pt(name: &str, step: Option<f64>, ladder: &[f64]) -> Tempering {
+        Tempering::new(&inner(name), &SamplerParams { step_size: step, ..Default::default() }, ladder.to_vec()).unwrap()
     }
 
     /// One step of `n` chains all at the product state `xs` against the exact row: every
@@ -521,7 +540,7 @@ mod tests {
             let z: Vec<u32> = (0..k).flat_map(|r| reps[r][j * d..(j + 1) * d].to_vec()).collect();
             *counts.entry(z).or_insert(0) += 1;
         }
-        let row = pt.product_row(t, xs, 0);
+        let row = pt.product_row(t, xs, 0).unwrap();
         assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
         for (z, p) in &row {
             let emp = counts.remove(z).unwrap_or(0) as f64 / n as f64;
@@ -551,29 +570,6 @@ mod tests {
     }
 
     #[test]
-    fn the_registry_builds_it_by_name_with_ladder_checks() {
-        let s = build_sampler("pt-3:lb", &SamplerParams::default()).unwrap();
-        assert_eq!(s.name(), "pt-3:lb");
-        let bad = |name: &str, ladder: Option<Vec<f64>>| {
-            let e = build_sampler(name, &SamplerParams { ladder, step_size: Some(0.5), ..Default::default() });
-            e.err().unwrap().to_string()
-        };
-        assert!(bad("pt-3:gwg", Some(vec![1.0, 0.5])).contains("2 values"));
-        assert!(bad("pt-2:gwg", Some(vec![0.9, 0.5])).contains("start at β = 1"));
-        assert!(bad("pt-2:gwg", Some(vec![1.0, 1.5])).contains("decrease strictly"));
-        assert!(bad("pt-3:gwg", Some(vec![1.0, 0.5, 0.0])).contains("above 0"));
-        assert!(bad("pt-1:gwg", None).contains("at least 2"));
-        assert!(bad("pt-2:pt-2:gwg", None).contains("wrapper"));
-        assert!(bad("pt-2:sg-dmala", None).contains("data model"));
-        assert!(build_sampler("pt-2", &SamplerParams::default()).is_err(), "a wrapper needs an inner sampler");
-        assert!(build_sampler("gwg:dmala", &SamplerParams::default()).is_err(), "only wrappers take one");
-        // Chains that cannot be moved (block Gibbs) are refused at the start, naming them.
-        let bg = pt("bg-2", None, &[1.0, 0.5]);
-        let e = bg.start(&Quadratic::spec_tiny(), &[0, 0, 0]).err().unwrap().to_string();
-        assert!(e.contains("bg-2") && e.contains("exchange"), "{e}");
-    }
-
-    #[test]
     fn ladder_adaptation_equalises_swap_rates_and_freezes() {
         // A 6-site chain model with strong couplings: swap rates differ much along the
         // default ladder. Adaptation must bring the pairs' rates closer together, keep the
@@ -589,8 +585,9 @@ mod tests {
         let run = |threads| RunOptions { seed: 9, threads, chains_per_task: 0 };
         let x0 = vec![0u32; 16 * d];
         let params = SamplerParams { step_size: Some(1.0), ..Default::default() };
-        let a = Tempering::adapt(&name, &params, &q, &x0, &opts, &run(1)).unwrap();
-        let b = Tempering::adapt(&name, &params, &q, &x0, &opts, &run(2)).unwrap();
+        let rwm = inner("rwm");
+        let a = Tempering::adapt(&name, &params, &rwm, &q, &x0, &opts, &run(1)).unwrap();
+        let b = Tempering::adapt(&name, &params, &rwm, &q, &x0, &opts, &run(2)).unwrap();
         assert_eq!(a, b);
         let ladder = a.ladder.clone().unwrap();
         assert_eq!(ladder[0], 1.0);
@@ -598,12 +595,12 @@ mod tests {
         assert!(ladder.windows(2).all(|w| w[1] < w[0]), "{ladder:?}");
         assert_eq!(a.step_size, Some(1.0), "a given inner step size is kept");
         let given = SamplerParams { ladder: Some(vec![1.0, 0.7, 0.3, 0.125]), ..params.clone() };
-        let g = Tempering::adapt(&name, &given, &q, &x0, &opts, &run(1)).unwrap();
+        let g = Tempering::adapt(&name, &given, &rwm, &q, &x0, &opts, &run(1)).unwrap();
         assert_eq!(g.ladder, None, "a given ladder is not adapted (the session keeps it)");
         assert_eq!(g.windows, 20);
         // Swap rates measured on fresh runs of the default and the adapted ladder.
         let spread = |ladder: Vec<f64>| {
-            let pt = Tempering::new("rwm", &params, ladder).unwrap();
+            let pt = Tempering::new(&rwm, &params, ladder).unwrap();
             let mut ch = pt.start_replicas(&q, &vec![x0.clone(); 4]).unwrap();
             let mut rngs = chain_rngs(77, 0, 16);
             let mut info = vec![StepInfo::default(); 16];

@@ -9,12 +9,13 @@
 //! turns into exit codes 2 and 1 and Python into `ValueError` and `RuntimeError`. Messages
 //! name parameters as the front end spells them ([`Spelling`]: `--burn-in` or `burn_in`).
 
+pub mod discs;
 mod observe;
 
 pub use observe::{Progress, Tallies, Trace};
 
 use dlp_core::io::one_line;
-use dlp_core::{Observer, RunOptions, RunOutput, Sampler, SamplerError, Space, Target, run_chains};
+use dlp_core::{Observer, RunOptions, RunOutput, Sampler, SamplerError, Space, Target, run_chains_until_interrupted};
 use dlp_samplers::SamplerParams;
 use dlp_samplers::adapt::{AdaptOptions, DEFAULT_WINDOW, adapt_step_size, default_target_accept};
 use std::fmt;
@@ -187,6 +188,8 @@ impl Request {
 struct WarmupPlan {
     steps: usize,
     target_accept: f64,
+    /// Steps per adaptation window.
+    window: usize,
 }
 
 /// Builds the kept run's kernel from the request's sampler name and the (adapted) parameters,
@@ -288,7 +291,8 @@ pub struct Ran<O> {
     pub ladder: Option<Vec<f64>>,
     /// Warm-up steps run before the kept ones.
     pub warmup_steps: usize,
-    /// Steps of the kept run (`steps` − warm-up).
+    /// Steps of the kept run (`steps` − warm-up), as requested; `output.stopped` says how
+    /// many ran when an interrupt stopped it.
     pub steps: usize,
     /// The adaptation's result, when it ran.
     pub adaptation: Option<Adaptation>,
@@ -329,7 +333,7 @@ impl Session {
                 ));
             }
             let target_accept = request.target_accept.unwrap_or_else(|| default_target_accept(&request.sampler));
-            warmup = Some(WarmupPlan { steps, target_accept });
+            warmup = Some(WarmupPlan { steps, target_accept, window: steps.min(DEFAULT_WINDOW) });
         } else {
             dlp_samplers::build_sampler(&request.sampler, &params).map_err(Error::input)?;
         }
@@ -349,6 +353,16 @@ impl Session {
         builder(&self.request.sampler, &params).map_err(Error::input)?;
         self.kernels = Some(Kernels(builder));
         Ok(self)
+    }
+
+    /// The session with adaptation windows of `window` steps (at least 1, at most the
+    /// warm-up) instead of the default min(warm-up, 100): a caller that reproduces a protocol
+    /// with its own window (the DISCS cells: a tenth of the burn-in).
+    pub fn with_window(mut self, window: usize) -> Session {
+        if let Some(plan) = &mut self.warmup {
+            plan.window = window.clamp(1, plan.steps);
+        }
+        self
     }
 
     /// The request.
@@ -377,7 +391,7 @@ impl Session {
         let opts = AdaptOptions {
             warmup: plan.steps,
             target_accept: plan.target_accept,
-            window: plan.steps.min(DEFAULT_WINDOW),
+            window: plan.window,
             ..Default::default()
         };
         let a = adapt_step_size(&self.request.sampler, &self.params, target, &x0, &opts, options)?;
@@ -417,7 +431,9 @@ impl Session {
     /// the kept run starts), build, then the kept `steps` − warm-up steps from the warmed
     /// chains, each task watched by `make(stage, first_chain, n)`. With the request's
     /// `progress`, a bar `"<kernel> ×<chains>"` counts the kept chain-steps and is cleared
-    /// at the end.
+    /// at the end. The target's interrupt ([`dlp_core::capability::Interrupt`]) fails the
+    /// warm-up but stops the kept run with what ran (`output.stopped`, see
+    /// [`run_chains_until_interrupted`]).
     pub fn run<O, F>(
         &self,
         target: &dyn Target,
@@ -446,7 +462,9 @@ impl Session {
             bar,
         };
         let output =
-            run_chains(kernel.as_ref(), target, &warmed.positions, steps, options, |first, n| make(&stage, first, n))?;
+            run_chains_until_interrupted(kernel.as_ref(), target, &warmed.positions, steps, options, |first, n| {
+                make(&stage, first, n)
+            })?;
         stage.bar.finish_and_clear();
         Ok(Ran {
             output,

@@ -188,6 +188,8 @@ pub struct Case {
     pub precond: bool,
     /// Leaves π invariant (all but DULA variants).
     pub exact: bool,
+    /// Its random scan order carries memory across steps (the row's `tests.schedule_memory`).
+    pub schedule_memory: bool,
 }
 
 /// The sampler configurations the suite runs: the test names of every registry row that runs
@@ -203,6 +205,7 @@ pub fn cases() -> Vec<Case> {
                 step_size: spec.tests.step_size,
                 precond: spec.requires(dlp_samplers::registry::Param::Preconditioner),
                 exact: spec.exact,
+                schedule_memory: spec.tests.schedule_memory,
             });
         }
     }

@@ -21,7 +21,7 @@ pub(crate) fn matrix(kernel: &dyn ExactKernel, target: &dyn Target) -> Vec<Vec<f
         .map(|s| {
             space.state_of_index(s as u64, &mut x);
             let mut row = vec![0.0; n];
-            for (y, p) in kernel.transition_row(target, &x, 0) {
+            for (y, p) in kernel.transition_row(target, &x, 0).unwrap() {
                 row[space.index_of_state(&y) as usize] += p;
             }
             row
@@ -299,7 +299,7 @@ fn one_dmala_step_matches_spec_4_4() {
     assert!((a - 0.2710272808).abs() < 1e-9, "A = {a}");
     assert_eq!(accept_prob(a), 1.0);
     // So the DMALA row from 000 puts exactly q(x'|x) on x'.
-    let row = sampler(true, 0.5, None).transition_row(&t, &x, 0);
+    let row = sampler(true, 0.5, None).transition_row(&t, &x, 0).unwrap();
     let (_, pr) = row.iter().find(|(s, _)| s == &y).unwrap();
     assert!((pr - (-3.1348182208f64).exp()).abs() < 1e-10);
 }
@@ -426,7 +426,7 @@ fn tiny_step_size_stays_put() {
     // As α → 0 DLP stays put w.p. → 1 (§4.10); 1e-310 makes 1/(2α) overflow to +∞.
     for alpha in [1e-3, 1e-300, 1e-310] {
         for mh in [false, true] {
-            let row = sampler(mh, alpha, None).transition_row(&t, &[0, 1, 0], 0);
+            let row = sampler(mh, alpha, None).transition_row(&t, &[0, 1, 0], 0).unwrap();
             let stay = row.iter().find(|(s, _)| s == &[0, 1, 0]).unwrap().1;
             let moved: f64 = row.iter().filter(|(s, _)| s != &[0, 1, 0]).map(|r| r.1).sum();
             assert!(stay == 1.0 && moved < 1e-200, "α = {alpha}: stay {stay}, moved {moved}");
@@ -447,7 +447,7 @@ fn extreme_logits_stay_finite() {
         let mut x = [0u32; 3];
         for s in 0..8 {
             t.space().state_of_index(s, &mut x);
-            let row = k.transition_row(&t, &x, 0);
+            let row = k.transition_row(&t, &x, 0).unwrap();
             assert!(row.iter().all(|(_, p)| p.is_finite() && *p > 0.0));
             assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
         }
@@ -596,7 +596,7 @@ fn check_one_step(k: &DlpSampler, t: &dyn Target, x0: &[u32], seed: u64) {
     let mut rngs = chain_rngs(seed, 0, m);
     let mut info = vec![StepInfo::default(); m];
     c.step(&mut rngs, &mut info);
-    let row = k.transition_row(t, x0, 0);
+    let row = k.transition_row(t, x0, 0).unwrap();
     assert!((row.iter().map(|r| r.1).sum::<f64>() - 1.0).abs() < 1e-12);
     for (y, p) in &row {
         assert!(*p >= 0.005, "premise of the error rate: every cell has m·p ≥ 100 ({y:?}: {p})");

@@ -185,7 +185,7 @@ fn one_step_rows_match_the_generic_exact_rows() {
         let d = m.d();
         for (si, s) in samplers.iter().enumerate() {
             for (xi, x) in [vec![1; d], state_of(0b1_0110_0101 & ((1 << d) - 1), d)].iter().enumerate() {
-                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).into_iter().collect();
+                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).unwrap().into_iter().collect();
                 let (counts, info) = one_step(s, m, x, n, 1000 + (mi * 10 + si * 2 + xi) as u64);
                 let (stat, df) = chi2(&counts, &row, n as u64);
                 assert!(stat < chi2_limit(df), "{} model {mi} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
@@ -823,7 +823,7 @@ fn dlmc_takes_the_lattice_kernel_and_keeps_the_law() {
     let x: Vec<u32> = vec![1, 0, 1, 1, 0, 0, 1, 0, 1];
     for mh in [true, false] {
         let sampler = Dlmc::new(mh, 0.8).unwrap();
-        let row: BTreeMap<Vec<u32>, f64> = sampler.transition_row(&m, &x, 0).into_iter().collect();
+        let row: BTreeMap<Vec<u32>, f64> = sampler.transition_row(&m, &x, 0).unwrap().into_iter().collect();
         let n = 60_000usize;
         let mut chains = sampler.start(&m, &vec![x.clone(); n].concat()).unwrap();
         let mut rngs = chain_rngs(21, 0, n);
