@@ -36,7 +36,8 @@
 //! (`sigmoid(0.1 x)`) and τ = 0.1 in the MALA runs of `svgd_sample.py`; τ changes only the
 //! drift, never the law. Step size: the release starts at ε = 1/d and moves it by
 //! ε += 0.02 (acceptance − 0.57) ε; here `dlp sample`'s warm-up adapts ε by the crate's dual
-//! averaging toward the row's target acceptance 0.57 (the release's value) and freezes it.
+//! averaging toward the row's target acceptance 0.57 (the release's value), also from ε = 1/d
+//! ([`Rmala::adapt`]), and freezes it.
 //!
 //! **Where the continuous state lives.** `Chains` reports discrete rows, so the chains hold z
 //! (n × d) privately, beside x = Γ(z), f(x), the drift s(z) and, without a view, ∇f(x), and
@@ -60,13 +61,15 @@
 //! gradient with the evaluation), one evaluation of f at Γ(z') when it differs from x (the
 //! moving chains in one batch), d normals and one uniform.
 
+use crate::dual_averaging::{AdaptOptions, Adapted, dual_average};
 use crate::proposal::mh_accept;
 use crate::spec::{
-    Build, NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
+    Build, NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec,
+    ergodic_everywhere,
 };
 use dlp_core::capability::{IsingView, RbmView};
 use dlp_core::math::sigmoid;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, Sampler, SamplerError, StepInfo, Target};
+use dlp_core::{Batch, ChainRng, Chains, EvalError, RunOptions, Sampler, SamplerError, StepInfo, Target};
 use rand::RngExt;
 
 /// The release's target acceptance (`RelaxedMALA.update_step_size`: `ar - .57`).
@@ -98,6 +101,26 @@ impl Rmala {
             message: "needs --step-size ε, the Langevin step (dlp sample adapts it when none is given)".into(),
         })?;
         Ok(Box::new(Rmala::new(step)?))
+    }
+
+    /// The row's warm-up tuner: the crate's dual averaging of ε toward the target acceptance
+    /// (0.57 by default), started where the release starts, ε = 1/d, instead of the shared
+    /// default α₀ = 0.5: ε scales like 1/d (0.0136–0.0155 adapted on fig3's 25-site lattice,
+    /// `paper/fig3.md`), and α₀ also sets the point μ = log(10 α₀) that dual averaging shrinks
+    /// toward, so a start 36 times too large costs the first windows of every warm-up.
+    pub fn adapt(
+        _name: &SamplerName,
+        _params: &SamplerParams,
+        target: &dyn Target,
+        x0: &[u32],
+        opts: &AdaptOptions,
+        run: &RunOptions,
+    ) -> Result<Adapted, SamplerError> {
+        let opts = AdaptOptions { initial: 1.0 / target.space().d.max(1) as f64, ..opts.clone() };
+        let windows = (opts.warmup / opts.window).max(1);
+        let build = |e: f64| -> Result<Box<dyn Sampler>, SamplerError> { Ok(Box::new(Rmala::new(e)?)) };
+        let (step, positions, last_accept) = dual_average(&build, target, x0, 0..windows, &opts, run)?;
+        Ok(Adapted { step_size: Some(step), step_size_min: None, ladder: None, positions, last_accept, windows })
     }
 }
 
@@ -418,7 +441,7 @@ pub const RMALA: SamplerSpec = SamplerSpec {
     augmented: true,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RMALA_TARGET_ACCEPT,
-    adapt: None,
+    adapt: Some(Rmala::adapt),
     tests: TestSpec { names: &["rmala"], step_size: Some(0.2), ..NO_TESTS },
     defaults: NO_DEFAULTS,
 };
@@ -428,7 +451,7 @@ mod tests {
     use super::*;
     use dlp_core::lift::Relaxation;
     use dlp_core::testing::{PairwiseCategorical, Quadratic};
-    use dlp_core::{DomainKind, RunOptions, Space, TargetExt, chain_rngs};
+    use dlp_core::{DomainKind, Space, TargetExt, chain_rngs};
     use dlp_models::{IsingModel, Rbm};
 
     fn ising(domain: DomainKind) -> IsingModel {
