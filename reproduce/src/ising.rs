@@ -2,14 +2,14 @@
 //! §4.1, §4.2, §4.9): the paper's initial batch, running-mean runs with their ESS, the exact
 //! truth with DULA's biased mean, equal-time step counts, and Fig. 3's claims and figure.
 
-use crate::observe::{CurvePoint, MeanErrorObserver, chain0_series, merge_curves};
+use crate::observe::{CurvePoint, MeanErrorObserver, chain0_series, merge_curves, merge_pooled};
 use crate::plot::{BoxStats, Figure, Panel, RefLine, Series};
 use crate::report::{Claims, five_json};
 use crate::{Run, SamplerSpec};
 use anyhow::Result;
 use dlp_core::math::sigmoid;
 use dlp_core::stats::{ess_tfp, quantile};
-use dlp_core::{RunOptions, Sampler, Target, run_chains, setup_rng};
+use dlp_core::{Coupling, RunOptions, Sampler, Target, run_chains, setup_rng};
 use dlp_models::IsingModel;
 use rand::RngExt;
 use serde_json::{Value, json};
@@ -39,12 +39,20 @@ pub fn initial_batch(seed: u64, n_chains: usize, d: usize, bias: f64) -> Vec<u32
     (0..n_chains * d).map(|_| u32::from(rng.random::<f64>() < p_up)).collect()
 }
 
-/// One sampler's run with a [`MeanErrorObserver`] per task (Fig. 3, Fig. 2 right).
+/// One sampler's run with a [`MeanErrorObserver`] per task (Fig. 3, Fig. 2 right). Chains of
+/// a Markov sampler estimate E_π by their running means over steps; interacting particles
+/// (`Coupling::Joint`: GF-SVGD, the paper's DSVGD) by the particle average at each checkpoint
+/// ([`MeanErrorObserver::ensemble`]), and have no ESS (their particles are not a Markov chain).
 pub struct MeanRun {
     /// The sampler.
     pub sampler: SamplerSpec,
-    /// log RMSE of the running means against the truth, merged over tasks.
+    /// log RMSE of the running means against the truth, merged over tasks (for particles: of
+    /// the particle average).
     pub curve: Vec<CurvePoint>,
+    /// log RMSE of the pooled estimate, the average over all chains of their running means
+    /// (for particles: the particle average, = `curve`), over the coordinates
+    /// ([`merge_pooled`]): the like-for-like comparison of chains with particles.
+    pub pooled: Vec<CurvePoint>,
     /// Sampler seconds per chain: time inside `step` summed over tasks, over the chain count.
     pub seconds: f64,
     /// Chain 0's user values per coordinate after the [`ESS_BURN_IN`].
@@ -59,6 +67,8 @@ pub struct MeanRun {
     pub mean_n_changed: f64,
     /// Gradient evaluations per chain-step (0 for gradient-free samplers).
     pub grad_evals_per_step: f64,
+    /// Interacting particles: the curve is the particle mean's error, and there is no ESS.
+    pub particles: bool,
 }
 
 impl MeanRun {
@@ -77,18 +87,21 @@ impl MeanRun {
         let chains = x0.len() / space.d;
         let bar = run.progress((chains * steps) as u64, &spec.name);
         let options = RunOptions { seed: run.seed(), threads: 0, chains_per_task: 0 };
+        let particles = sampler.coupling() == Coupling::Joint;
         let out = run_chains(sampler, target, x0, steps, &options, |first, n| {
-            MeanErrorObserver::new(space, truth, every, steps, (first, n), bar.clone())
+            let o = MeanErrorObserver::new(space, truth, every, steps, (first, n), bar.clone());
+            if particles { o.ensemble() } else { o }
         })?;
         bar.finish_and_clear();
         let obs = &out.observers;
         let seconds = obs.iter().map(|o| o.step_seconds).sum::<f64>() / chains as f64;
-        let chain0 = chain0_series(obs, space, ESS_BURN_IN);
+        let chain0 = if particles { Vec::new() } else { chain0_series(obs, space, ESS_BURN_IN) };
         let ess: Vec<f64> = chain0.iter().map(|s| ess_tfp(s)).collect();
         let chain_steps = obs.iter().map(|o| o.chain_steps).sum::<u64>() as f64;
         Ok(MeanRun {
             sampler: spec,
             curve: merge_curves(obs, chains, space.d),
+            pooled: merge_pooled(obs, chains, space.d),
             ess_per_second: MeanRun::per_second(&ess, seconds),
             ess,
             seconds,
@@ -96,6 +109,7 @@ impl MeanRun {
             acceptance: obs.iter().map(|o| o.accepted).sum::<u64>() as f64 / chain_steps,
             mean_n_changed: obs.iter().map(|o| o.changed).sum::<u64>() as f64 / chain_steps,
             grad_evals_per_step: obs.iter().map(|o| o.grad_evals).sum::<u64>() as f64 / chain_steps,
+            particles,
         })
     }
 
@@ -126,8 +140,23 @@ impl MeanRun {
 
     /// log RMSE at the last point within `seconds` of sampler time.
     pub fn at_time(&self, seconds: f64) -> f64 {
-        self.curve.iter().rev().find(|p| p.seconds <= seconds).map_or(f64::NAN, |p| p.log_rmse)
+        at_time(&self.curve, seconds)
     }
+
+    /// The pooled estimate's last log RMSE ([`MeanRun::pooled`]).
+    pub fn final_pooled(&self) -> f64 {
+        self.pooled.last().map_or(f64::NAN, |p| p.log_rmse)
+    }
+
+    /// The pooled estimate's log RMSE at the last point within `seconds` of sampler time.
+    pub fn pooled_at_time(&self, seconds: f64) -> f64 {
+        at_time(&self.pooled, seconds)
+    }
+}
+
+/// log RMSE of `curve` at its last point within `seconds` of sampler time (NaN if none).
+fn at_time(curve: &[CurvePoint], seconds: f64) -> f64 {
+    curve.iter().rev().find(|p| p.seconds <= seconds).map_or(f64::NAN, |p| p.log_rmse)
 }
 
 /// The numbers the paper or the spec give for a Fig. 3 sampler, to print beside ours.
@@ -146,6 +175,12 @@ fn paper_values(name: &str) -> Value {
             json!({"acceptance": 0.659, "source": "spec §4.9 simulation (±0.02); paper: worse than DMALA (lower acceptance)"})
         }
         "lb" => json!({"source": "paper: DULA ≈ LB-1 ≈ GWG-1 < DMALA"}),
+        "rmala" => {
+            json!({"source": "paper §7.1: DMALA beats RMALA (sampling in the original discrete space); settings ours (ε adapted toward the GWG release's 0.57)"})
+        }
+        "gf-svgd" | "gf-svgd-relaxed" => {
+            json!({"source": "paper §7.1: DMALA beats DSVGD (sampling in the original discrete space); GF-SVGD (Han et al. 2020) is our stand-in for the paper's DSVGD, whose Ising settings neither paper nor code gives; settings ours (particles = chains, Adam lr 0.1, estimate = particle mean)"})
+        }
         _ => Value::Null,
     }
 }
@@ -160,11 +195,23 @@ pub fn fig3_sampler_summary(o: &MeanRun) -> Value {
         "ess": five_json(&o.ess), "ess_per_second": five_json(&o.ess_per_second),
         "seconds": o.seconds, "acceptance": o.acceptance, "mean_n_changed": o.mean_n_changed,
         "paper": paper_values(&o.sampler.name),
+        "estimator": if o.particles { "particle mean at each checkpoint" } else { "running mean of each chain" },
+        "final_log_rmse_pooled": o.pooled.last().map(|p| p.log_rmse),
+        "pooled_curve": o.pooled.iter().map(|p| [p.step as f64, p.log_rmse, p.seconds]).collect::<Vec<_>>(),
     })
 }
 
 /// Samplers of fig2/fig3 that the paper does not run (issue 18's comparisons).
 pub const NOT_IN_PAPER: [&str; 4] = ["pas-3", "pas", "dlmc", "acs-dmala"];
+
+/// The continuous-relaxation baselines of Fig. 3 (paper §7.1): RMALA and DSVGD (GF-SVGD, with
+/// ρ = p₀ as Han et al. run it on Ising models, and with the relaxed surrogate of the GWG release).
+pub const RELAXATIONS: [&str; 3] = ["rmala", "gf-svgd", "gf-svgd-relaxed"];
+
+/// Whether the registry marks the sampler exact for π (DULA and GF-SVGD are not).
+fn is_exact(o: &MeanRun) -> bool {
+    dlp_samplers::registry::find(&o.sampler.name).is_some_and(|(s, _)| s.exact)
+}
 
 /// Fig. 3's paper and spec claims, each with whether our run agrees.
 pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
@@ -172,13 +219,19 @@ pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
     let fin = MeanRun::final_log_rmse;
     let ess_s = |o: &MeanRun| quantile(&o.ess_per_second, 0.5);
     let budget = outcomes.iter().map(|o| o.seconds).fold(f64::INFINITY, f64::min);
-    let list = |f: &dyn Fn(&MeanRun) -> String| outcomes.iter().map(f).collect::<Vec<_>>().join(", ");
+    // Particle rows are left out of the lists of the chain claims (their estimate differs).
+    let list =
+        |f: &dyn Fn(&MeanRun) -> String| outcomes.iter().filter(|o| !o.particles).map(f).collect::<Vec<_>>().join(", ");
     let mut claims = Claims::default();
     if let Some(dm) = get("dmala") {
         // The paper's claims compare DMALA with the paper's samplers; PAS, DLMC and cyclical
         // DMALA (not in the paper) are reported beside them but not part of its claims.
+        // Particle rows (GF-SVGD) estimate by their average, not by running means: they are
+        // compared with DMALA like for like in the relaxation claim below, not here.
         let others = || {
-            outcomes.iter().filter(|o| o.sampler.name != "dmala" && !NOT_IN_PAPER.contains(&o.sampler.name.as_str()))
+            outcomes.iter().filter(|o| {
+                o.sampler.name != "dmala" && !o.particles && !NOT_IN_PAPER.contains(&o.sampler.name.as_str())
+            })
         };
         claims.add(
             "DMALA has the lowest log RMSE after the last iteration",
@@ -195,9 +248,39 @@ pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
         claims.add(
             "DMALA has the highest median ESS/s among exact samplers",
             "paper §7.1, Fig. 2 right",
-            Some(others().filter(|o| o.sampler.name != "dula").all(|o| ess_s(dm) > ess_s(o))),
+            Some(others().filter(|o| is_exact(o)).all(|o| ess_s(dm) > ess_s(o))),
             list(&|o| format!("{} {:.1}", o.label(), ess_s(o))),
         );
+        let relax: Vec<&MeanRun> = outcomes.iter().filter(|o| RELAXATIONS.contains(&o.sampler.name.as_str())).collect();
+        if !relax.is_empty() {
+            // Like with like: RMALA's chains against DMALA's by each chain's running mean;
+            // particles (GF-SVGD) by their average against the average of DMALA's running
+            // means over the same number of chains (`MeanRun::pooled`). Each pair at the last
+            // iteration and at the shorter of the two runs' sampler time (both have a point).
+            let pair = |o: &MeanRun| {
+                let t = o.seconds.min(dm.seconds);
+                let fin = |r: &MeanRun| if o.particles { r.final_pooled() } else { r.final_log_rmse() };
+                let at = |r: &MeanRun, t: f64| if o.particles { r.pooled_at_time(t) } else { r.at_time(t) };
+                let holds = fin(dm) < fin(o) && at(dm, t) < at(o, t);
+                let estimate = if o.particles { "average over chains/particles" } else { "running mean per chain" };
+                let text = format!(
+                    "{} ({estimate}): last iteration dmala {:.3} vs {:.3}; at {t:.4} s/chain dmala {:.3} vs {:.3}",
+                    o.label(),
+                    fin(dm),
+                    fin(o),
+                    at(dm, t),
+                    at(o, t)
+                );
+                (holds, text)
+            };
+            let pairs: Vec<(bool, String)> = relax.iter().map(|o| pair(o)).collect();
+            claims.add(
+                "DMALA (discrete space) beats the continuous relaxations RMALA and DSVGD (stand-in: GF-SVGD) in iterations and in sampler time",
+                "paper §7.1, Fig. 3",
+                Some(pairs.iter().all(|p| p.0)),
+                pairs.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; "),
+            );
+        }
         if let Some(g4) = get("gwg-4") {
             let text = format!("{:.3} vs {:.3}", fin(g4), fin(dm));
             claims.add("GWG-4 is worse than DMALA", "paper §7.1", Some(fin(g4) > fin(dm)), text);
@@ -240,18 +323,30 @@ pub fn fig3_claims(outcomes: &[MeanRun]) -> Vec<Value> {
 }
 
 /// Fig. 3: log RMSE against iterations and sampler time, and ESS/s of the exact samplers.
+/// Particle rows (GF-SVGD) plot their average's error, labelled so; when there are any, DMALA's
+/// pooled curve (the average of all its chains' running means) is drawn beside them, the
+/// like-for-like reference ([`MeanRun::pooled`]).
 pub fn fig3_figure(outcomes: &[MeanRun], chains: usize, steps: usize, seed: u64) -> Figure {
+    let label = |o: &MeanRun| if o.particles { format!("{} (particle mean)", o.label()) } else { o.label() };
+    let pooled_dm =
+        outcomes.iter().find(|o| o.sampler.name == "dmala").filter(|_| outcomes.iter().any(|o| o.particles));
+    let pooled_label = |o: &MeanRun| format!("{} (mean of all chains)", o.label());
     let lines = |x: fn(&CurvePoint) -> f64| -> Vec<Series> {
+        let series = |label: String, curve: &[CurvePoint]| Series {
+            label,
+            points: curve.iter().map(|p| (x(p), p.log_rmse)).collect(),
+        };
         outcomes
             .iter()
-            .map(|o| Series { label: o.label(), points: o.curve.iter().map(|p| (x(p), p.log_rmse)).collect() })
+            .map(|o| series(label(o), &o.curve))
+            .chain(pooled_dm.map(|o| series(pooled_label(o), &o.pooled)))
             .collect()
     };
     let floor = || vec![RefLine { label: format!("DULA floor {SPEC_DULA_FLOOR}"), y: SPEC_DULA_FLOOR }];
-    let exact = outcomes.iter().filter(|o| o.sampler.name != "dula");
+    let exact = outcomes.iter().filter(|o| is_exact(o));
     Figure {
         caption: format!("5x5 Ising (σ=0.1, b=0.2): {chains} chains, {steps} steps, seed {seed}"),
-        labels: outcomes.iter().map(MeanRun::label).collect(),
+        labels: outcomes.iter().map(label).chain(pooled_dm.map(pooled_label)).collect(),
         panels: vec![
             Panel::lines("log RMSE vs iterations", "iterations", "log RMSE", lines(|p| p.step as f64), floor()),
             Panel::lines("log RMSE vs sampler time", "seconds per chain", "log RMSE", lines(|p| p.seconds), floor()),

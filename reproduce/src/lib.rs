@@ -54,7 +54,7 @@ pub use args::main_with_chain_graphs;
 pub use args::{CommonArgs, SamplerSpec, main_with, one_sampler, parse_list, parse_samplers};
 pub use dlp_core::io::atomic_write;
 pub use meta::locked_version;
-pub use observe::{Checkpoint, CurvePoint, MeanErrorObserver, chain0_series, merge_curves};
+pub use observe::{Checkpoint, CurvePoint, MeanErrorObserver, chain0_series, merge_curves, merge_pooled};
 pub use plot::{BoxStats, Figure, Panel, RefLine, Series, register_fonts, short_number};
 pub use results::Run;
 

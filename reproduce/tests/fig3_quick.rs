@@ -47,10 +47,10 @@ fn quick_run_writes_every_file_and_is_independent_of_threads() {
     let rows = curve_rows(&a);
     assert_eq!(rows, curve_rows(&b), "log RMSE curves differ between 1 and 2 threads");
 
-    // The five samplers of the paper's code are always there.
+    // The five samplers of the paper's code and its two relaxations are always there.
     let names: Vec<&str> =
         summary["samplers"].as_array().unwrap().iter().map(|s| s["sampler"].as_str().unwrap()).collect();
-    for n in ["bg-1", "hb-10-1", "gwg", "dmala", "dula"] {
+    for n in ["bg-1", "hb-10-1", "gwg", "dmala", "dula", "rmala", "gf-svgd"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
     assert_eq!(summary["chains"], 8);
@@ -61,9 +61,11 @@ fn quick_run_writes_every_file_and_is_independent_of_threads() {
     // 1 − 0.038957 + 0.081099 = 1.042142, log RMSE ≈ 0.0206. Over 8 × 25 = 200 draws the
     // sample mean of (s − m)² has standard deviation ≈ 0.04, so |log RMSE − 0.0206| < 0.12
     // fails with probability < 1e-3 (≈ 3.3 standard deviations, halved by the square root).
-    // Also all samplers share the batch, so their step-0 values are identical.
-    let step0: Vec<f64> = rows.iter().filter(|r| r.1 == 0).map(|r| r.2).collect();
-    assert_eq!(step0.len(), names.len());
+    // Also all chain samplers share the batch, so their step-0 values are identical. (The
+    // particle rows, GF-SVGD, estimate by the particle mean: checked below.)
+    let particle = |n: &str| n.starts_with("gf-svgd");
+    let step0: Vec<f64> = rows.iter().filter(|r| r.1 == 0 && !particle(&r.0)).map(|r| r.2).collect();
+    assert_eq!(step0.len(), names.iter().filter(|n| !particle(n)).count());
     assert!(step0.iter().all(|&v| v == step0[0]));
     assert!((step0[0] - 0.0206).abs() < 0.12, "step-0 log RMSE {}", step0[0]);
 
@@ -71,8 +73,31 @@ fn quick_run_writes_every_file_and_is_independent_of_threads() {
     // α = 0.4) is well below its start; the last point is the step count.
     for s in summary["samplers"].as_array().unwrap() {
         let fin = s["final_log_rmse"].as_f64().unwrap();
-        assert!(fin < step0[0] - 1.0, "{}: final log RMSE {fin}", s["sampler"]);
         assert!(s["acceptance"].as_f64().unwrap() > 0.0 && s["acceptance"].as_f64().unwrap() <= 1.0);
+        if particle(s["sampler"].as_str().unwrap()) {
+            // The particle mean's error, no ESS; its step 0 is the error of the initial batch's
+            // mean over the 8 rows (computed here from the batch and spec §4.1's mean).
+            assert_eq!(s["estimator"], "particle mean at each checkpoint");
+            assert!(fin.is_finite() && s["ess"]["median"].is_null(), "{s}");
+            let x0 = dlp_reproduce::ising::initial_batch(3, 8, 25, 0.2);
+            let sse: f64 = (0..25)
+                .map(|i| {
+                    let m = (0..8).map(|c| 2.0 * x0[c * 25 + i] as f64 - 1.0).sum::<f64>() / 8.0;
+                    (m - 0.482969842236).powi(2)
+                })
+                .sum();
+            let name = s["sampler"].as_str().unwrap();
+            let at0 = rows.iter().find(|r| r.0 == name && r.1 == 0).unwrap().2;
+            assert!((at0 - 0.5 * (sse / 25.0).ln()).abs() < 1e-12, "{name}: step-0 {at0}");
+            continue;
+        }
+        // RMALA mixes slowly (chain-0 ESS 226 of 45,000 draws in the full run,
+        // `paper/fig3.md`): in 2,000 steps a chain has ESS ≈ 10, so its running mean's error is
+        // ≈ ½ ln(0.77/10) ≈ −1.3 in log RMSE (−1.24 in this run). Averaged over 8 chains × 25
+        // sites the squared error has a relative sd of about 0.1 (≈ 0.05 in log RMSE), so the
+        // looser bound step 0 − 0.5 is over 5 sd away: false failure far below 1e-3.
+        let drop = if s["sampler"] == "rmala" { 0.5 } else { 1.0 };
+        assert!(fin < step0[0] - drop, "{}: final log RMSE {fin}", s["sampler"]);
         assert!(s["ess"]["median"].as_f64().unwrap() >= 1.0);
     }
     let last_steps: Vec<usize> = rows.iter().map(|r| r.1).filter(|&s| s == 2000).collect();

@@ -152,7 +152,10 @@ fn fig2_quick_moves_agree_with_spec_4_9() {
     }
     let samplers = s["right"]["samplers"].as_array().unwrap();
     let names: Vec<&str> = samplers.iter().map(|x| x["sampler"].as_str().unwrap()).collect();
-    assert_eq!(names, ["bg-1", "hb-10-1", "gwg", "dmala(0.4)", "lb", "pas-3", "dlmc(1)", "acs-dmala(3)"]);
+    assert_eq!(
+        names,
+        ["bg-1", "hb-10-1", "gwg", "dmala(0.4)", "lb", "rmala(0.014)", "pas-3", "dlmc(1)", "acs-dmala(3)"]
+    );
     for x in samplers {
         for key in ["ess_tfp", "ess_bulk"] {
             let m = num(&x[key]["median"]);
@@ -162,7 +165,7 @@ fn fig2_quick_moves_agree_with_spec_4_9() {
         }
     }
     let ess = std::fs::read_to_string(dir.path().join("ess.csv")).unwrap();
-    assert_eq!(ess.lines().count(), 1 + 8 * 25);
+    assert_eq!(ess.lines().count(), 1 + 9 * 25);
 }
 
 #[test]

@@ -50,8 +50,9 @@ pub struct Args {
     /// adapts (default then: half of --steps).
     #[arg(long)]
     pub burn_in: Option<usize>,
-    /// Target mean acceptance probability of the step-size adaptation (default 0.574, the
-    /// optimal MALA rate; 0.5 for acs-dmala, the official ACS scripts' value).
+    /// Target mean acceptance probability of the step-size adaptation (default: the sampler's
+    /// own, 0.574 — the optimal MALA rate — for most; 0.5 for acs-dmala, the official ACS
+    /// scripts' value; 0.57 for rmala, the GWG release's; 0.234 for rwm, DISCS's).
     #[arg(long)]
     pub target_accept: Option<f64>,
     /// Keep every T-th step after burn-in in the trace.

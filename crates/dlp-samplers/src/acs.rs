@@ -299,6 +299,7 @@ pub const ACS_DMALA: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     // The official ACS scripts' `a_s_cut`, used for both α_min and α_max.
     target_accept: 0.5,
@@ -319,6 +320,7 @@ pub const ACS_DULA: SamplerSpec = SamplerSpec {
     exact: false,
     needs_data: false,
     particles: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

@@ -136,6 +136,7 @@ pub const ALB: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: MALA_TARGET_ACCEPT,
     adapt: None,

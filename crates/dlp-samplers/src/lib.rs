@@ -29,6 +29,7 @@ pub mod mh;
 pub mod pas;
 pub mod proposal;
 pub mod registry;
+pub mod rmala;
 pub mod rwm;
 pub mod sgdlp;
 pub mod spec;

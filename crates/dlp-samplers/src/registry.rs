@@ -46,6 +46,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
     crate::block_gibbs::BLOCK_GIBBS,
     crate::gf_svgd::GF_SVGD,
     crate::gf_svgd::GF_SVGD_RELAXED,
+    crate::rmala::RMALA,
     crate::tempering::PT,
 ];
 

@@ -218,6 +218,7 @@ pub const RWM: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    augmented: false,
     not_ergodic_on: ergodic_everywhere,
     target_accept: RWM_TARGET_ACCEPT,
     adapt: Some(Rwm::adapt),

@@ -290,6 +290,12 @@ pub struct SamplerSpec {
     /// kernel, so the exact suite and the determinism snapshot skip the row; the family's own
     /// tests cover it (`gf-svgd`: `dlp_samplers::gf_svgd` and `dlp-exact/tests/gf_svgd.rs`).
     pub particles: bool,
+    /// The chain moves on an augmented continuous space and reports a function of it (`rmala`:
+    /// z ∈ ℝ^d, reported x = 1[z > 0]). Exact on that space for the reported x-law, but x alone
+    /// is not a Markov chain, so there is no transition matrix on the model's states: the
+    /// general exact suite skips the row and the family's own statistical suite checks it
+    /// (`rmala`: `dlp-exact/tests/rmala.rs`).
+    pub augmented: bool,
     /// Where the chain is not irreducible and aperiodic (exact samplers: the exact suite
     /// checks that every model this returns `None` for gives an irreducible, aperiodic chain).
     pub not_ergodic_on: NotErgodicOn,
@@ -347,10 +353,11 @@ impl SamplerSpec {
     }
 
     /// Whether the general exact suite checks the family on the models' own state spaces:
-    /// not a data-target row (`dlp-exact/tests/sgdlp.rs`), a particle row (`gf_svgd.rs`) or a
-    /// wrapper, whose kernel lives on a product space (`tempering.rs`).
+    /// not a data-target row (`dlp-exact/tests/sgdlp.rs`), a particle row (`gf_svgd.rs`), a
+    /// wrapper, whose kernel lives on a product space (`tempering.rs`), or a chain on an
+    /// augmented continuous space (`rmala.rs`).
     pub fn has_state_kernel(&self) -> bool {
-        !self.needs_data && !self.particles && !self.wraps()
+        !self.needs_data && !self.particles && !self.wraps() && !self.augmented
     }
 
     /// Whether the family refuses to build without `param`.

@@ -482,6 +482,7 @@ pub const PT: SamplerSpec = SamplerSpec {
     exact: true,
     needs_data: false,
     particles: false,
+    augmented: false,
     not_ergodic_on: crate::spec::ergodic_everywhere,
     target_accept: crate::dual_averaging::MALA_TARGET_ACCEPT,
     adapt: None,

@@ -4,10 +4,12 @@
 //! Left: DMALA over α ∈ {0.1, …, 0.8} and GWG-k over k ∈ {1, 2, 4, 6, 8} — mean proposed flips
 //! per step, mean accepted Hamming move per step, acceptance rate, after a burn-in (spec §4.9
 //! gives simulation references, ±0.02). Right: ESS per second of the exact samplers bg-1,
-//! hb-10-1, gwg, dmala(0.4), lb, and of pas-3, dlmc(1), acs-dmala(3) — the paper's ESS (TFP estimator, chain 0, 10% burn-in,
-//! `stats::ess_tfp`) and the bulk ESS of Vehtari et al. (`diagnostics::ess_bulk`, chain 0
-//! split in halves), box plots over the 25 coordinates. The right panel runs the same crate
-//! calls as `fig3` (`dlp_reproduce::ising::MeanRun`).
+//! hb-10-1, gwg, dmala(0.4), lb, rmala (the paper's "exact samplers (i.e. having the target
+//! distribution as its stationary distribution)", §7.1: RMALA's reported x-law is π; DSVGD has
+//! no stationary law and is left out), and of pas-3, dlmc(1), acs-dmala(3) — the paper's ESS
+//! (TFP estimator, chain 0, 10% burn-in, `stats::ess_tfp`) and the bulk ESS of Vehtari et al.
+//! (`diagnostics::ess_bulk`, chain 0 split in halves), box plots over the 25 coordinates. The
+//! right panel runs the same crate calls as `fig3` (`dlp_reproduce::ising::MeanRun`).
 //!
 //! Files: `results/fig2/{moves.csv, ess.csv, summary.json, fig2.svg, fig2.png, meta.json}`.
 
@@ -27,14 +29,16 @@ use serde_json::json;
 
 const DMALA_ALPHAS: [f64; 7] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8];
 const GWG_KS: [usize; 5] = [1, 2, 4, 6, 8];
-/// Exact samplers of the right panel (name, step size).
-/// The paper's exact samplers, then PAS, DLMC and cyclical DMALA at fig3's settings.
-const ESS_SAMPLERS: [(&str, Option<f64>); 8] = [
+/// Exact samplers of the right panel (name, step size): the paper's, RMALA at fig3's ε (what
+/// `dlp sample --sampler rmala` adapts to on this model, `paper/fig3.md`), then PAS, DLMC and
+/// cyclical DMALA at fig3's settings.
+const ESS_SAMPLERS: [(&str, Option<f64>); 9] = [
     ("bg-1", None),
     ("hb-10-1", None),
     ("gwg", None),
     ("dmala", Some(0.4)),
     ("lb", None),
+    ("rmala", Some(0.014)),
     ("pas-3", None),
     ("dlmc", Some(1.0)),
     ("acs-dmala", Some(3.0)),
