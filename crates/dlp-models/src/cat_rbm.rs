@@ -94,12 +94,13 @@ impl CatRbm {
         }
     }
 
-    /// Logits of site i given h: b_{i,k} + Σ_j W_{i,k,j} h_j for every k, into `out` (length K).
-    pub fn visible_logits(&self, h: &[u32], i: usize, out: &mut [f64]) {
+    /// Logits of site i given h, for `on` the hidden units with h_j = 1: b_{i,k} + Σ_{j ∈ on}
+    /// W_{i,k,j} for every k, into `out` (length K).
+    pub fn visible_logits(&self, on: &[usize], i: usize, out: &mut [f64]) {
         let k = self.k();
         for (v, o) in out.iter_mut().enumerate() {
-            let dot: f64 = self.row(i, v as u32).iter().zip(h).filter(|&(_, &hj)| hj == 1).map(|(w, _)| w).sum();
-            *o = self.b[i * k + v] + dot;
+            let row = self.row(i, v as u32);
+            *o = self.b[i * k + v] + on.iter().map(|&j| row[j]).sum::<f64>();
         }
     }
 
@@ -113,10 +114,7 @@ impl CatRbm {
         let k = self.k();
         let mut p = vec![0.0; k];
         for (i, xi) in x.iter_mut().enumerate() {
-            for (v, pv) in p.iter_mut().enumerate() {
-                let row = self.row(i, v as u32);
-                *pv = self.b[i * k + v] + on.iter().map(|&j| row[j]).sum::<f64>();
-            }
+            self.visible_logits(&on, i, &mut p);
             softmax_in_place(&mut p);
             let u: f64 = rng.random();
             let mut acc = 0.0;

@@ -77,12 +77,17 @@ fn run(args: Args) -> Result<()> {
     let (seed, d) = (run.seed(), 784);
     let cfg = CdConfig { k: args.cd_k, epochs: args.epochs, ..CdConfig::default() };
     let (mut losses, mut table, mut curves, mut summary) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Each data set is read once, by the first task that trains on it (resumed tasks read none).
+    let mut loaded: std::collections::HashMap<&str, Vec<u8>> = std::collections::HashMap::new();
     for &(name, set, k, m) in TASKS.iter().filter(|t| wanted.iter().any(|w| w == t.0)) {
         let m = if c.quick { m.min(10) } else { m };
         let identity = json!({"task": name, "set": set, "quick": c.quick, "k": k, "m": m, "cd_k": cfg.k,
             "epochs": cfg.epochs, "train_items": args.train_items, "seed": seed});
         let cell: Value = run.cell(name, &identity, || {
-            let mut grey = images(set, c.quick, seed)?;
+            let mut grey = match loaded.get(set) {
+                Some(g) => g.clone(),
+                None => loaded.entry(set).or_insert(images(set, c.quick, seed)?).clone(),
+            };
             if let Some(n) = args.train_items {
                 grey.truncate(n.min(grey.len() / d) * d);
             }
