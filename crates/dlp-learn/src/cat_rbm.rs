@@ -18,6 +18,9 @@ use dlp_models::CatRbm;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 
+/// Rows per block of the parameter gradient's parallel sum.
+const GRAD_BLOCK: usize = 10;
+
 /// A categorical RBM's parameters in [`CatRbm`]'s layout, as the trainer updates them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CatRbmParams {
@@ -69,30 +72,36 @@ impl CatRbmParams {
     pub fn grad_mean(&self, model: &CatRbm, xs: &[u32]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let (d, k, m) = (self.d, self.k, self.m);
         let zero = || (vec![0.0; d * k * m], vec![0.0; d * k], vec![0.0; m]);
-        let (mut gw, mut gb, mut gc) = xs
-            .par_chunks_exact(d)
-            .fold(zero, |(mut gw, mut gb, mut gc), x| {
+        // Fixed blocks of rows, summed in order: rayon's fold would split by scheduling, and
+        // the rounding (so the trained model) would depend on the thread count.
+        let parts: Vec<_> = xs
+            .par_chunks(d * GRAD_BLOCK)
+            .map(|rows| {
+                let (mut gw, mut gb, mut gc) = zero();
                 let mut a = vec![0.0; m];
-                model.hidden_preactivation(x, &mut a);
-                let s: Vec<f64> = a.iter().map(|&aj| sigmoid(aj)).collect();
-                for (i, &v) in x.iter().enumerate() {
-                    let r = i * k + v as usize;
-                    gb[r] += 1.0;
-                    for (g, sj) in gw[r * m..(r + 1) * m].iter_mut().zip(&s) {
+                for x in rows.chunks_exact(d) {
+                    model.hidden_preactivation(x, &mut a);
+                    let s: Vec<f64> = a.iter().map(|&aj| sigmoid(aj)).collect();
+                    for (i, &v) in x.iter().enumerate() {
+                        let r = i * k + v as usize;
+                        gb[r] += 1.0;
+                        for (g, sj) in gw[r * m..(r + 1) * m].iter_mut().zip(&s) {
+                            *g += sj;
+                        }
+                    }
+                    for (g, sj) in gc.iter_mut().zip(&s) {
                         *g += sj;
                     }
                 }
-                for (g, sj) in gc.iter_mut().zip(&s) {
-                    *g += sj;
-                }
                 (gw, gb, gc)
             })
-            .reduce(zero, |(mut a, mut b, mut c), (x, y, z)| {
-                a.iter_mut().zip(&x).for_each(|(p, q)| *p += q);
-                b.iter_mut().zip(&y).for_each(|(p, q)| *p += q);
-                c.iter_mut().zip(&z).for_each(|(p, q)| *p += q);
-                (a, b, c)
-            });
+            .collect();
+        let (mut gw, mut gb, mut gc) = zero();
+        for (x, y, z) in parts {
+            gw.iter_mut().zip(&x).for_each(|(p, q)| *p += q);
+            gb.iter_mut().zip(&y).for_each(|(p, q)| *p += q);
+            gc.iter_mut().zip(&z).for_each(|(p, q)| *p += q);
+        }
         let n = (xs.len() / d).max(1) as f64;
         for g in [&mut gw, &mut gb, &mut gc] {
             g.iter_mut().for_each(|v| *v /= n);
@@ -184,6 +193,21 @@ mod tests {
                 assert!((g - fd).abs() < 1e-6, "param {which}[{t}]: {g} vs {fd}");
             }
         }
+    }
+
+    /// The gradient's bits do not depend on the thread count (fixed blocks summed in order).
+    #[test]
+    fn parameter_gradient_is_the_same_for_any_thread_count() {
+        let data: Vec<u32> = (0..3 * 257).map(|t| (t * 7 % 5 % 3) as u32).collect();
+        let p = CatRbmParams::discs_init(&data, 3, 3, 4, 2);
+        let model = p.model().unwrap();
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| p.grad_mean(&model, &data))
+        };
+        let one = on(1);
+        assert_eq!(one, on(2));
+        assert_eq!(one, on(5));
     }
 
     /// Training on data drawn from a known model raises the data's mean log-likelihood under
