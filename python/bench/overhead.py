@@ -155,9 +155,9 @@ class Energies:
         return m, RBM_SHAPE[0]
 
 
-def timed(fn, *args) -> float:
+def timed(fn, *args, **kwargs) -> float:
     t0 = time.perf_counter()
-    fn(*args)
+    fn(*args, **kwargs)
     return time.perf_counter() - t0
 
 
