@@ -748,6 +748,36 @@ pub fn random_walk_metropolis(target: &dyn Target, r: f64) -> Result<DMatrix<f64
     Ok(m)
 }
 
+/// `rw-<R>` (the random-walk baseline of Sun, Dai & Schuurmans 2022): R distinct sites chosen
+/// uniformly, each moved to one of its K − 1 other values uniformly, so q(y|x) = 1/(C(d, R)·(K − 1)^R)
+/// for y at Hamming distance exactly R and 0 otherwise; accepted with min(1, π(y)/π(x)).
+/// On a model with d < R all d sites change.
+pub fn random_walk_fixed(target: &dyn Target, r: usize) -> Result<DMatrix<f64>, ExactError> {
+    let t = Table::new(target)?;
+    let (n, d) = (t.n(), t.space.d);
+    if r == 0 {
+        return Err(ExactError::Assumption("rw reference: needs R >= 1".into()));
+    }
+    // A model with fewer sites than R: all d change (R' = min(R, d)).
+    let r = r.min(d);
+    let k = t.space.values.len() as f64;
+    // C(d, R) as a product of ratios, then the per-site value choice.
+    let sets: f64 = (1..=r).map(|i| (d + 1 - i) as f64 / i as f64).product();
+    let q = 1.0 / (sets * (k - 1.0).powi(r as i32));
+    let mut m = DMatrix::zeros(n, n);
+    for a in 0..n {
+        for b in 0..n {
+            let hamming = (0..d).filter(|&i| t.states[a][i] != t.states[b][i]).count();
+            if hamming == r {
+                m[(a, b)] = q * (t.f[b] - t.f[a]).exp().min(1.0);
+            }
+        }
+        let off: f64 = (0..n).filter(|&b| b != a).map(|b| m[(a, b)]).sum();
+        m[(a, a)] = 1.0 - off;
+    }
+    Ok(m)
+}
+
 /// `rmala` (relaxed MALA, Grathwohl et al. 2021, GWG release `samplers_old.py`
 /// `RelaxedMALA.step` with `accept_dist="target"`) has no reference *matrix*: it moves a
 /// continuous z ∈ ℝ^d and reports x = 1[z > 0], and x alone is not a Markov chain. What is
@@ -912,6 +942,7 @@ pub fn reference_by_name(
         ("lb", []) => one(locally_balanced(target)),
         ("alb", []) => one(adaptive_locally_balanced(target, alpha)),
         ("rwm", []) => one(random_walk_metropolis(target, alpha)),
+        ("rw", [r]) => one(random_walk_fixed(target, *r)),
         ("dlmc", []) => one(dlmc(target, alpha, true)),
         ("dlmcf", []) => one(dlmc(target, alpha, false)),
         // α_min and β_max at the sampler's documented defaults (official code: 0.2 with MH,

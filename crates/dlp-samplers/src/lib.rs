@@ -30,6 +30,7 @@ pub mod pas;
 pub mod proposal;
 pub mod registry;
 pub mod rmala;
+pub mod rw;
 pub mod rwm;
 pub mod sgdlp;
 pub mod spec;

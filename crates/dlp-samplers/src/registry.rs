@@ -39,6 +39,7 @@ pub static REGISTRY: &[SamplerSpec] = &[
     crate::pas::PAS_R,
     crate::alb::ALB,
     crate::rwm::RWM,
+    crate::rw::RW_R,
     crate::dlmc::DLMC,
     crate::dlmc::DLMCF,
     crate::acs::ACS_DMALA,
