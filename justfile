@@ -38,22 +38,24 @@ reproduce +args:
     done
 
 # The features the named binaries need, from the `required-features` rows of
-# reproduce/Cargo.toml: the defaults (everything) when one needs candle (`tensor`);
-# `--no-default-features --features plain` when one needs `plain` (GOF, learning, data sets);
-# else `--no-default-features`, so a first `just reproduce fig3` compiles no tensor code, no
-# eigensolver, no regex and none of dlp-gof, dlp-learn, dlp-data.
+# reproduce/Cargo.toml: the defaults (everything) when one needs candle (`tensor`); else
+# `--no-default-features` plus the union of what they ask for (`plain`: GOF, learning, data
+# sets; `matrices`: dlp-exact's transition matrices), so a first `just reproduce fig3`
+# compiles no tensor code, no matrix code, no eigensolver, no regex and none of dlp-gof,
+# dlp-learn, dlp-data.
 [private]
 _reproduce-features +bins:
     #!/usr/bin/env bash
     needing() { awk -v f="$1" '/^\[\[/{name=""} /^name = /{gsub(/"/,"",$3); name=$3} $0 == "required-features = [\"" f "\"]" {print name}' reproduce/Cargo.toml; }
     tensor=$(needing tensor)
-    plain=$(needing plain)
-    features=--no-default-features
+    feats=()
     for b in {{bins}}; do
         if grep -qx -- "$b" <<< "$tensor"; then exit 0; fi
-        if grep -qx -- "$b" <<< "$plain"; then features="--no-default-features --features plain"; fi
+        for f in plain matrices; do
+            if grep -qx -- "$b" <<< "$(needing $f)" && [[ " ${feats[*]} " != *" $f "* ]]; then feats+=("$f"); fi
+        done
     done
-    echo "$features"
+    if [ ${#feats[@]} -eq 0 ]; then echo --no-default-features; else echo "--no-default-features --features $(IFS=,; echo "${feats[*]}")"; fi
 
 # `just sweep fig3 --seeds 0..8 --quick --samplers dmala@0.4,gwg [--engine slurm --partition P]`:
 # one run per seed and value (a value with commas varies), resumable, gathered (README "Sweeps").

@@ -19,9 +19,11 @@
 //! * [`sweep`]: seeds × flag values of any binary, locally or as a Slurm array (`dlp-sweep`).
 
 pub mod args;
+#[cfg(feature = "matrices")]
 pub mod bias;
 #[cfg(feature = "tensor")]
 pub mod bnn;
+#[cfg(feature = "matrices")]
 pub mod corv;
 #[cfg(feature = "tensor")]
 pub mod corv_bnn;

@@ -14,6 +14,9 @@
 //! * [`reference`]: transition matrices transcribed from the papers' formulas, independent
 //!   of `dlp-samplers`, for every registered sampler.
 //!
+//! Everything but [`enumerate`] and [`lattice`] works on transition matrices (nalgebra) and is
+//! behind the default feature `matrices`, which the lightest reproductions leave off.
+//!
 //! Notes on testing (style.md rules 8–11): the exact tier compares matrices and laws to
 //! ~1e-10 and runs in `cargo test -p dlp-exact`; larger spaces and more cases are behind
 //! the `stat` feature / `#[ignore]` (`cargo test -p dlp-exact --release -- --ignored`).
@@ -21,13 +24,19 @@
 // Index loops transcribe the formulas (x_i, W_ij) as written; iterator forms would obscure them.
 #![allow(clippy::needless_range_loop)]
 
+#[cfg(feature = "matrices")]
 pub mod corv;
 pub mod enumerate;
+#[cfg(feature = "matrices")]
 pub mod ergodic;
+#[cfg(feature = "matrices")]
 pub mod gth;
 pub mod lattice;
+#[cfg(feature = "matrices")]
 pub mod matrix;
+#[cfg(feature = "matrices")]
 pub mod reference;
+#[cfg(feature = "matrices")]
 pub mod spectrum;
 
 pub use enumerate::{
@@ -35,6 +44,7 @@ pub use enumerate::{
     log_densities, mean_variance, probabilities,
 };
 pub use lattice::ising_mean_and_dula_mean;
+#[cfg(feature = "matrices")]
 pub use matrix::{
     DulaLaw, ExactReport, Mixing, Thm51Bounds, cycle_matrix, detailed_balance_residual, dula_closed_form, exact_report,
     general_eigenvalues, kernel_matrix, mixing, stationarity_residual, stationary, stationary_gth, stationary_lu,
