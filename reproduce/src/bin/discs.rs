@@ -164,7 +164,7 @@ fn run(args: Args) -> Result<()> {
     run.write_csv("cells.csv", columns, &rows)?;
     run.write_csv("skipped.csv", "task,sampler,reason", &skipped)?;
     let reductions = format!(
-        "{chains} chains instead of DISCS's {DISCS_CHAINS}; {steps} steps instead of {DISCS_STEPS}; step sizes adapted in burn-in and frozen (DISCS adapts throughout); instances drawn from dlp's seeded streams, not DISCS's JAX keys; RBM is an untrained stand-in"
+        "{chains} chains instead of DISCS's {DISCS_CHAINS}; {steps} steps instead of {DISCS_STEPS}; step sizes adapted in burn-in and frozen (DISCS adapts throughout); instances drawn from dlp's seeded streams, not DISCS's JAX keys; rbm-standin is untrained, the rbm-mnist/rbm-fashion RBMs are our own CD training (`just reproduce discs-rbm`), not DISCS's trained parameters"
     );
     run.write_json("summary.json", &json!({
         "schema": "dlp.reproduce.discs.v1", "chains": chains, "steps": steps, "burn_in": burn, "kept": kept,
