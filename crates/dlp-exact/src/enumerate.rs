@@ -480,6 +480,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "matrices")]
     fn dula_law_gray_code_path_matches_plain_path() {
         // DULA's closed-form law on a 4×4 torus (spin and binary), walked by flip deltas of
         // f + log Z_α, against whole-state evaluation. A wrong set of changed log-terms (e.g.

@@ -51,7 +51,8 @@ pub fn ising_mean_and_dula_mean(model: &IsingModel, alpha: f64) -> Result<(f64, 
     Ok((mean_s, e.expectations[1] / e.expectations[0]))
 }
 
-#[cfg(test)]
+// Checked against `DulaLaw` (transition matrices' closed form), hence `matrices`.
+#[cfg(all(test, feature = "matrices"))]
 mod tests {
     use super::*;
     use crate::{DulaLaw, enumerate};
