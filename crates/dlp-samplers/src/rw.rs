@@ -79,9 +79,11 @@ pub struct RandomWalkProposal {
     k: usize,
     /// log q(y|x) for y at Hamming distance r: −ln C(d, r) − r·ln(K − 1).
     log_q: f64,
-    /// Partial Fisher–Yates scratch, reset to 0..d at every draw so a draw depends only on its
-    /// chain's stream (not on which chain drew before it).
+    /// Partial Fisher–Yates scratch, 0..d before every draw (each draw undoes its swaps, in
+    /// O(R)), so a draw depends only on its chain's stream, not on which chain drew before it.
     sites: Vec<usize>,
+    /// The draw's swap partners, for undoing them.
+    swapped: Vec<usize>,
 }
 
 impl RandomWalkProposal {
@@ -89,7 +91,13 @@ impl RandomWalkProposal {
         let (d, k) = (space.d, space.k());
         let r = r.min(d);
         let ln_binomial: f64 = (0..r).map(|i| ((d - i) as f64 / (i + 1) as f64).ln()).sum();
-        RandomWalkProposal { r, k, log_q: -ln_binomial - r as f64 * ((k - 1) as f64).ln(), sites: vec![0; d] }
+        RandomWalkProposal {
+            r,
+            k,
+            log_q: -ln_binomial - r as f64 * ((k - 1) as f64).ln(),
+            sites: (0..d).collect(),
+            swapped: vec![0; r],
+        }
     }
 }
 
@@ -105,14 +113,17 @@ impl Proposal for RandomWalkProposal {
     /// `rand::seq::index::sample` to keep allocation out of the step.
     fn draw(&mut self, _space: &Space, x: &[u32], _cache: &(), rng: &mut ChainRng, y: &mut [u32]) -> u32 {
         let (d, k) = (x.len(), self.k);
-        self.sites.iter_mut().enumerate().for_each(|(i, s)| *s = i);
         y.copy_from_slice(x);
         for i in 0..self.r {
             let j = rng.random_range(i..d);
             self.sites.swap(i, j);
+            self.swapped[i] = j;
             let site = self.sites[i];
             let offset = if k == 2 { 1 } else { rng.random_range(1..k as u32) };
             y[site] = other_value(x[site], offset, k);
+        }
+        for i in (0..self.r).rev() {
+            self.sites.swap(i, self.swapped[i]);
         }
         self.r as u32
     }
