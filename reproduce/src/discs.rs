@@ -4,8 +4,8 @@
 //!
 //! One cell = one (task, sampler), run by `dlp_session::discs::run_cell` (shared with `dlp
 //! discs`, our side of the JAX peer): uniform random initial states and reference state,
-//! a burn-in of ⌊L·r⌋ steps (ten adaptation windows for samplers that adapt, frozen after),
-//! then the kept steps, whose statistic, evaluations and sampler time are recorded.
+//! a burn-in of ⌊L·r⌋ steps (`dlp_session::discs::ADAPT_WINDOWS` adaptation windows for
+//! samplers that adapt, frozen after), then the kept steps, whose statistic, evaluations and sampler time are recorded.
 
 use anyhow::Result;
 use dlp_core::stats::discs_distance;
@@ -36,18 +36,35 @@ pub fn samplers() -> Vec<(String, &'static SamplerSpec, Option<String>)> {
                 .or(spec.tests.names.first().copied())
                 .unwrap_or(spec.stem)
                 .to_string();
-            let why = if spec.needs_data {
-                Some("needs a data model (minibatch gradients); DISCS's tasks have no data terms".to_string())
-            } else if spec.requires(Param::Preconditioner) {
-                Some("needs a preconditioner vector, which DISCS's tasks do not define".to_string())
-            } else if spec.particles {
-                Some("interacting particles: no Markov chain for DISCS's per-chain ESS".to_string())
-            } else {
-                None
-            };
-            (name, spec, why)
+            (name, spec, cannot_run(spec))
         })
         .collect()
+}
+
+/// The samplers called `names` (any name the registry resolves, e.g. `pas-3` or `rw-2`),
+/// each with the reason it cannot run on DISCS's tasks, if any; an unknown name is an error.
+pub fn named_samplers(names: &[String]) -> anyhow::Result<Vec<(String, &'static SamplerSpec, Option<String>)>> {
+    names
+        .iter()
+        .map(|n| {
+            let (spec, _) =
+                find(n).ok_or_else(|| anyhow::anyhow!("--samplers: no registry sampler is called '{n}'"))?;
+            Ok((n.clone(), spec, cannot_run(spec)))
+        })
+        .collect()
+}
+
+/// Why a registry row cannot run on DISCS's tasks at all, if it cannot.
+fn cannot_run(spec: &SamplerSpec) -> Option<String> {
+    if spec.needs_data {
+        Some("needs a data model (minibatch gradients); DISCS's tasks have no data terms".to_string())
+    } else if spec.requires(Param::Preconditioner) {
+        Some("needs a preconditioner vector, which DISCS's tasks do not define".to_string())
+    } else if spec.particles {
+        Some("interacting particles: no Markov chain for DISCS's per-chain ESS".to_string())
+    } else {
+        None
+    }
 }
 
 /// Runs one cell (`dlp_session::discs::run_cell`) from DISCS's initial states and reference

@@ -440,8 +440,9 @@ fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure
                     .y_label_formatter(&|v| {
                         let i = v.round();
                         // Row 0 is drawn at the top.
+                        // `get`: a panel without bars (every cell skipped) has n = 1 and no names.
                         if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                            names[n - 1 - i as usize].clone()
+                            names.get(n - 1 - i as usize).cloned().unwrap_or_default()
                         } else {
                             String::new()
                         }

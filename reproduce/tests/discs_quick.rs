@@ -42,7 +42,8 @@ fn quick_run_matches_exact_means_and_covers_the_registry() {
         assert_eq!(ran + skip, n_rows, "{t}: {ran} ran + {skip} skipped ≠ {n_rows} registry rows");
         assert!(ran >= 10, "{t}: only {ran} samplers ran");
     }
-    // Columns: task,sampler,exact_kernel,ess,…,stat_mean(11),exact_mean,exact_var,z(14).
+    // Columns: task,sampler,exact_kernel,ess,…,accept(9),warmup_accept,step_size,
+    // stat_mean(12),exact_mean,exact_var,z(15).
     // For an exact kernel the chain mean of the statistic is within 5 standard errors
     // √(Var_π h / (ESS · chains)) of E_π h. With about 70 exact cells, a normal error and a
     // correct ESS, a false failure has probability ≈ 70 · 5.7e-7 ≈ 4e-5; with every ESS
@@ -52,8 +53,8 @@ fn quick_run_matches_exact_means_and_covers_the_registry() {
     let mut checked = 0;
     for r in cells.iter().filter(|r| r[2] == "true") {
         let (mean, exact, var): (f64, f64, f64) =
-            (r[11].parse().unwrap(), r[12].parse().unwrap(), r[13].parse().unwrap());
-        let z: f64 = r[14].parse().unwrap();
+            (r[12].parse().unwrap(), r[13].parse().unwrap(), r[14].parse().unwrap());
+        let z: f64 = r[15].parse().unwrap();
         assert!(var > 0.0 && exact > 0.0, "{r:?}");
         assert!(z.abs() < 5.0, "{} on {}: chain mean {mean} vs exact {exact} (z = {z})", r[1], r[0]);
         // ESS lies between 1 and roughly the number of kept draws (TFP caps at n when lag 1 is
@@ -63,4 +64,25 @@ fn quick_run_matches_exact_means_and_covers_the_registry() {
         checked += 1;
     }
     assert!(checked >= 60, "only {checked} exact cells");
+}
+
+#[test]
+fn any_registry_name_runs_and_an_unknown_one_is_refused_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("named");
+    // `pas-3` and `rw-3` are not the forms the default run picks for their rows (pas-1, rw-1).
+    run_discs(&out, &["--tasks", "ising-small", "--samplers", "pas-3,rw-3", "--steps", "200"]);
+    let cells = rows(&out.join("cells.csv"));
+    let names: Vec<&str> = cells.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(names, ["pas-3", "rw-3"]);
+    let bad = dir.path().join("bad");
+    let o = Command::new(env!("CARGO_BIN_EXE_discs"))
+        .args(["--quick", "--tasks", "ising-small", "--samplers", "pas-3,no-such-sampler", "--out"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no-such-sampler") && err.trim().lines().count() == 1, "{err}");
+    assert!(!bad.exists(), "a refused run left {bad:?}");
 }

@@ -73,8 +73,8 @@ fn scored(series: &[f64], chains: usize, kept: usize, seconds: f64) -> Value {
 
 /// One of our cells: `sampler` from `x0` for `burn` + `kept` steps, run by the cell every
 /// DISCS front end shares ([`dlp_session::discs::run_cell`], as `just reproduce discs`): a
-/// sampler that adapts its step size does so in the burn-in's 10 windows of burn/10 steps
-/// toward its row's target acceptance, frozen afterwards; the others run the burn-in.
+/// sampler that adapts its step size does so in the burn-in's
+/// [`dlp_session::discs::ADAPT_WINDOWS`] windows toward its row's target acceptance, frozen afterwards; the others run the burn-in.
 fn ours(target: &dyn Target, a: &Args, sampler: &str, x0: &[u32], reference: &[u32]) -> Result<Value, CliError> {
     let (burn, kept) = discs_split(a.steps, a.ess_ratio);
     let options = RunOptions { seed: a.seed, threads: a.threads, chains_per_task: 0 };

@@ -63,7 +63,11 @@
 //!
 //! The ordered no-replacement probabilities are evaluated as ratios of the unnormalised
 //! weights w_i = exp(λ_i − max λ): Q_x = Π_r w_{i_r} / S_r with S_r the sum of the weights of
-//! the sites not yet drawn (summed afresh, so no 1 − Σ cancellation).
+//! the sites not yet drawn. S_r is read off a sum tree over the weights whose drawn leaves are
+//! zeroed ([`SumTrees`]): every internal node is recomputed from its children, so S_r is a
+//! sum of the remaining weights (no 1 − Σ cancellation), and a path costs O(d + R log d)
+//! instead of the O(R·d) of summing afresh. The draw and the forward probability share one
+//! tree, and a draw consumes one uniform per site exactly as an inverse-CDF scan does.
 //!
 //! On the brief's with-replacement reading: drawing the R sites with replacement from q_x and
 //! flipping their union, scored by Π_r q_y(i_r) / Π_r q_x(i_r), is exactly `gwg-<R>`
@@ -71,14 +75,16 @@
 //! changes exactly R' coordinates.
 //!
 //! Cost: one gradient and one log-density evaluation per step (f and ∇f of the current state
-//! are cached and reused after acceptance), O(R·d) for the path and its two probabilities.
+//! are cached and reused after acceptance), O(d + R log d) for the path and its two
+//! probabilities (two tree fills and R descents and updates in each).
 //!
 //! Not supported (`SamplerError::Unsupported` at `start`): categorical and ordinal spaces
 //! (the code's categorical variant also draws a class per site; not implemented here).
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
+use crate::fast::sum_tree::SumTrees;
 use crate::mh::{Caching, MhChains, MoveProposal};
-use crate::proposal::{accept_prob, sample_weights};
+use crate::proposal::accept_prob;
 use crate::spec::Build;
 use crate::spec::{
     NO_DEFAULTS, NO_TESTS, PLAIN, STEP_SIZE, SamplerName, SamplerParams, SamplerSpec, TestSpec, ergodic_everywhere,
@@ -217,19 +223,14 @@ pub fn site_weights(x: &[u32], grad: &[f64], logit: &mut [f64], w: &mut [f64]) {
 
 /// log of the probability that sequential draws without replacement from the weights `w`
 /// (log-weights `logit`) give the sites of `path` in the order given:
-/// Σ_r logit_{i_r} − ln S_r, S_r = Σ of w over the sites not among i_1..i_{r−1}.
-/// `taken` is scratch of length d (left all false).
-pub fn path_log_prob(logit: &[f64], w: &[f64], path: impl Iterator<Item = usize>, taken: &mut [bool]) -> f64 {
+/// Σ_r logit_{i_r} − ln S_r, S_r = Σ of w over the sites not among i_1..i_{r−1}, read off
+/// `tree` (one tree of d leaves, scratch: filled with `w` here, drawn leaves zeroed).
+pub fn path_log_prob(logit: &[f64], w: &[f64], path: impl Iterator<Item = usize>, tree: &mut SumTrees) -> f64 {
+    tree.fill(0, w);
     let mut lp = 0.0;
-    let mut drawn = Vec::new();
     for i in path {
-        let s: f64 = w.iter().zip(taken.iter()).filter(|(_, t)| !**t).map(|(w, _)| w).sum();
-        lp += logit[i] - s.ln();
-        taken[i] = true;
-        drawn.push(i);
-    }
-    for i in drawn {
-        taken[i] = false;
+        lp += logit[i] - tree.total(0).ln();
+        tree.set(0, i, 0.0);
     }
     lp
 }
@@ -245,23 +246,27 @@ pub fn log_accept_ratio(
     logit_y: &[f64],
     w_y: &[f64],
     path: &[usize],
-    taken: &mut [bool],
+    tree: &mut SumTrees,
 ) -> f64 {
-    let fwd = path_log_prob(logit_x, w_x, path.iter().copied(), taken);
-    let rev = path_log_prob(logit_y, w_y, path.iter().rev().copied(), taken);
+    let fwd = path_log_prob(logit_x, w_x, path.iter().copied(), tree);
+    let rev = path_log_prob(logit_y, w_y, path.iter().rev().copied(), tree);
     f_y - f_x + rev - fwd
 }
 
 /// Draws `path.len()` distinct sites one after another from the weights `w` (the drawn
-/// ones removed); `scratch` has length d.
-fn draw_path(w: &[f64], path: &mut [usize], scratch: &mut [f64], rng: &mut ChainRng) {
-    scratch.copy_from_slice(w);
+/// ones removed; one uniform each) and returns the path's log probability, with the same
+/// tree arithmetic as [`path_log_prob`] (so the same bits).
+fn draw_path(logit: &[f64], w: &[f64], path: &mut [usize], tree: &mut SumTrees, rng: &mut ChainRng) -> f64 {
+    tree.fill(0, w);
+    let mut lp = 0.0;
     for slot in path.iter_mut() {
-        let total: f64 = scratch.iter().sum();
-        let i = sample_weights(scratch, total, rng);
+        let total = tree.total(0);
+        let i = tree.draw(0, rng.random::<f64>());
         *slot = i;
-        scratch[i] = 0.0;
+        lp += logit[i] - total.ln();
+        tree.set(0, i, 0.0);
     }
+    lp
 }
 
 /// y = x with the sites of `path` flipped.
@@ -340,7 +345,7 @@ fn fixed_length_row(
     let (f_x, logit_x, w_x) = eval(x)?;
     let mut cache: BTreeMap<Vec<u32>, (f64, Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut row: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
-    let mut taken = vec![false; d];
+    let mut tree = SumTrees::new(1, d);
     let mut stay = 1.0;
     let mut y = vec![0; d];
     // Every ordered path of `len` distinct sites, as a base-d counter skipping repeats.
@@ -348,13 +353,13 @@ fn fixed_length_row(
     loop {
         let distinct = (1..len).all(|r| !path[..r].contains(&path[r]));
         if distinct && path.iter().all(|&i| w_x[i] > 0.0) {
-            let q = path_log_prob(&logit_x, &w_x, path.iter().copied(), &mut taken).exp();
+            let q = path_log_prob(&logit_x, &w_x, path.iter().copied(), &mut tree).exp();
             flip(x, &path, &mut y);
             if !cache.contains_key(&y) {
                 cache.insert(y.clone(), eval(&y)?);
             }
             let (f_y, logit_y, w_y) = &cache[&y];
-            let a = log_accept_ratio(f_x, *f_y, &logit_x, &w_x, logit_y, w_y, &path, &mut taken);
+            let a = log_accept_ratio(f_x, *f_y, &logit_x, &w_x, logit_y, w_y, &path, &mut tree);
             let p = q * accept_prob(a);
             *row.entry(y.clone()).or_insert(0.0) += weight * p;
             stay -= p;
@@ -394,16 +399,15 @@ pub(crate) struct PasProposal {
     theta: f64,
     /// Site log-weights and weights of a state from its local information (x, row, logit, w).
     weights: SiteWeights,
-    /// [`draw_path`]'s weights (length d).
-    scratch: Vec<f64>,
-    /// [`path_log_prob`]'s marks (length d, left all false).
-    taken: Vec<bool>,
+    /// The path's sum tree over the d site weights (scratch of [`draw_path`] and
+    /// [`path_log_prob`]).
+    tree: SumTrees,
 }
 
 impl PasProposal {
     /// Paths of `lengths` ([`Pas::lengths`]) on d sites, sites weighed by `weights`.
     pub(crate) fn new((lo, hi, theta): (usize, usize, f64), d: usize, weights: SiteWeights) -> Self {
-        PasProposal { lo, hi, theta, weights, scratch: vec![0.0; d], taken: vec![false; d] }
+        PasProposal { lo, hi, theta, weights, tree: SumTrees::new(1, d) }
     }
 }
 
@@ -413,10 +417,11 @@ pub(crate) struct PasCache {
     w: Vec<f64>,
 }
 
-/// A drawn path: its first `len` entries.
+/// A drawn path: its first `len` entries, and its log probability under x's weights.
 pub(crate) struct PasPath {
     len: usize,
     sites: Vec<usize>,
+    log_q: f64,
 }
 
 impl MoveProposal for PasProposal {
@@ -428,7 +433,7 @@ impl MoveProposal for PasProposal {
     }
 
     fn new_move(&self, _: &Space) -> PasPath {
-        PasPath { len: self.lo, sites: vec![0; self.hi] }
+        PasPath { len: self.lo, sites: vec![0; self.hi], log_q: 0.0 }
     }
 
     fn prepare(&self, _: &Space, x: &[u32], grad: &[f64], c: &mut PasCache) {
@@ -439,7 +444,7 @@ impl MoveProposal for PasProposal {
     fn draw(&mut self, _: &Space, x: &[u32], c: &PasCache, rng: &mut ChainRng, y: &mut [u32], mv: &mut PasPath) -> u32 {
         mv.len = if self.hi != self.lo && rng.random::<f64>() < self.theta { self.hi } else { self.lo };
         let path = &mut mv.sites[..mv.len];
-        draw_path(&c.w, path, &mut self.scratch, rng);
+        mv.log_q = draw_path(&c.logit, &c.w, path, &mut self.tree, rng);
         flip(x, path, y);
         mv.len as u32
     }
@@ -452,11 +457,12 @@ impl MoveProposal for PasProposal {
         mv: &PasPath,
         f_x: f64,
         f_y: f64,
-        cx: &PasCache,
+        _cx: &PasCache,
         cy: &PasCache,
     ) -> f64 {
-        let path = &mv.sites[..mv.len];
-        log_accept_ratio(f_x, f_y, &cx.logit, &cx.w, &cy.logit, &cy.w, path, &mut self.taken)
+        // The forward probability came with the draw (the same bits as `path_log_prob`'s).
+        let rev = path_log_prob(&cy.logit, &cy.w, mv.sites[..mv.len].iter().rev().copied(), &mut self.tree);
+        f_y - f_x + rev - mv.log_q
     }
 }
 
@@ -587,10 +593,12 @@ mod tests {
         // Weights (1, 2, 5): path (2, 0) has probability 5/8 · 1/3.
         let w = [1.0f64, 2.0, 5.0];
         let logit: Vec<f64> = w.iter().map(|v| v.ln()).collect();
-        let mut taken = [false; 3];
-        let lp = path_log_prob(&logit, &w, [2, 0].into_iter(), &mut taken);
+        let mut tree = SumTrees::new(1, 3);
+        let lp = path_log_prob(&logit, &w, [2, 0].into_iter(), &mut tree);
         assert!((lp.exp() - 5.0 / 8.0 / 3.0).abs() < 1e-15);
-        assert_eq!(taken, [false; 3]);
+        // The tree is refilled on every call: a second path is scored from the full weights.
+        let lp = path_log_prob(&logit, &w, [1].into_iter(), &mut tree);
+        assert!((lp.exp() - 2.0 / 8.0).abs() < 1e-15);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use anyhow::{Result, bail};
 use clap::Parser;
 use dlp_core::rng::derive_seed;
-use dlp_reproduce::discs::{Outcome, exact_statistic, load_task, outcome, samplers, z_score};
+use dlp_reproduce::discs::{Outcome, exact_statistic, load_task, named_samplers, outcome, samplers, z_score};
 use dlp_reproduce::{CommonArgs, Figure, Panel, Run, parse_list};
 use serde_json::json;
 
@@ -31,7 +31,8 @@ struct Args {
     /// Comma-separated tasks: DISCS task names (`dlp_models::discs`) or model files [default: the DISCS-sized ones; --quick: the enumerable tier].
     #[arg(long)]
     tasks: Option<String>,
-    /// Comma-separated sampler names to run (default: every registry row).
+    /// Comma-separated sampler names to run, any the registry resolves (`pas-3`, `rw-2`, …)
+    /// [default: every registry row once, in DISCS's configuration where it has one].
     #[arg(long)]
     samplers: Option<String>,
     /// Chains per cell [default: 8; --quick: 8]. DISCS: 100.
@@ -75,11 +76,13 @@ fn run(args: Args) -> Result<()> {
         bail!("need --chains ≥ 1, --ess-ratio in [0, 1) and at least 4 kept steps");
     }
     let models = tasks.iter().map(|t| load_task(t)).collect::<Result<Vec<_>>>()?;
+    let chosen = match &only {
+        Some(names) => named_samplers(names)?,
+        None => samplers(),
+    };
     let mut run = Run::start("discs", c)?;
     run.resume = args.resume;
     let seed = run.seed();
-    let all = samplers();
-    let chosen: Vec<_> = all.iter().filter(|(n, ..)| only.as_ref().is_none_or(|o| o.contains(n))).collect();
     println!(
         "discs: {} tasks × {} samplers, {chains} chains (DISCS {DISCS_CHAINS}), {steps} steps (DISCS {DISCS_STEPS}), burn-in {burn}, seed {seed}",
         tasks.len(),
@@ -131,6 +134,7 @@ fn run(args: Args) -> Result<()> {
                 cell.per_eval().to_string(),
                 cell.per_second().to_string(),
                 cell.accept.to_string(),
+                cell.warmup_accept.map_or(String::new(), |a| a.to_string()),
                 cell.step_size.map_or(String::new(), |a| a.to_string()),
                 cell.stat_mean.to_string(),
                 exact.map_or(String::new(), |e| e.0.to_string()),
@@ -160,7 +164,7 @@ fn run(args: Args) -> Result<()> {
         )?;
     }
     bar.finish_and_clear();
-    let columns = "task,sampler,exact_kernel,ess,ess_std,evals_per_chain,seconds,ess_per_eval,ess_per_second,accept,step_size,stat_mean,exact_mean,exact_var,z";
+    let columns = "task,sampler,exact_kernel,ess,ess_std,evals_per_chain,seconds,ess_per_eval,ess_per_second,accept,warmup_accept,step_size,stat_mean,exact_mean,exact_var,z";
     run.write_csv("cells.csv", columns, &rows)?;
     run.write_csv("skipped.csv", "task,sampler,reason", &skipped)?;
     let reductions = format!(

@@ -1,6 +1,7 @@
 //! Sum trees over non-negative weights, one per chain in one buffer: the exact structure
 //! behind the O(log n) one-move proposals of GWG and LB on sparse models
-//! ([`super::gwg_ising`], [`super::gwg_potts`]). Written here because the proposals need a
+//! ([`super::gwg_ising`], [`super::gwg_potts`]) and the O(d + R log d) no-replacement paths of
+//! PAS and `alb` ([`crate::pas`]). Written here because the proposals need a
 //! draw that consumes one uniform exactly as the generic scan does (u·Z, first cumulative sum
 //! above it), per-chain storage without allocation, and a normaliser that is a function of the
 //! leaves (every internal node is recomputed as the sum of its children, so no drift) — a
@@ -30,6 +31,14 @@ impl SumTrees {
     /// [`SumTrees::rebuild`] after filling a whole tree).
     pub fn put(&mut self, j: usize, i: usize, w: f64) {
         self.nodes[j * 2 * self.p + self.p + i] = w;
+    }
+
+    /// Sets tree `j`'s leaves to `w` (at most `leaves` entries; the rest stay as they are)
+    /// and recomputes its internal nodes.
+    pub fn fill(&mut self, j: usize, w: &[f64]) {
+        let start = j * 2 * self.p + self.p;
+        self.nodes[start..start + w.len()].copy_from_slice(w);
+        self.rebuild(j);
     }
 
     /// Recomputes every internal node of tree `j` from its leaves.
@@ -110,5 +119,9 @@ mod tests {
         // A weightless tree draws 0; rounding past the end takes the last positive leaf.
         assert_eq!(t.draw(0, 0.5), 0);
         assert_eq!(t.draw(1, 1.0), 4);
+        // `fill` replaces the leaves it is given and the totals with them.
+        t.fill(0, &[1.0, 3.0]);
+        assert_eq!((t.total(0), t.draw(0, 0.3), t.get(0, 2)), (4.0, 1, 0.0));
+        assert_eq!(t.total(1), 2.25);
     }
 }
