@@ -96,6 +96,17 @@ impl Sampler for Alb {
             });
         }
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
+            // On an Ising model the exact √-balanced weights are the first-order ones; the step
+            // records d + 1 density evaluations (flip differences and the value), as `FlipEval`.
+            let evals = (space.d as u32 + 1, 0);
+            return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::path(
+                &m,
+                self.paths.lengths(space.d),
+                evals,
+                x0,
+            )?));
+        }
         let proposal = PasProposal::new(self.paths.lengths(space.d), space.d, exact_site_weights);
         let eval = FlipEval::with_values(target, x0.len() / space.d);
         Ok(Box::new(MhChains::new(space, proposal, eval, true, Caching::Keep, x0).map_err(start_error)?))

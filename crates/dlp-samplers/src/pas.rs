@@ -76,7 +76,9 @@
 //!
 //! Cost: one gradient and one log-density evaluation per step (f and ∇f of the current state
 //! are cached and reused after acceptance), O(d + R log d) for the path and its two
-//! probabilities (two tree fills and R descents and updates in each).
+//! probabilities (two tree fills and R descents and updates in each). On a sparse Ising model
+//! the chains keep local fields and a sum tree instead ([`crate::fast::gwg_ising`]): O(R ·
+//! (degree + 1) · log d) per step, the same kernel.
 //!
 //! Not supported (`SamplerError::Unsupported` at `start`): categorical and ordinal spaces
 //! (the code's categorical variant also draws a class per site; not implemented here).
@@ -289,6 +291,10 @@ impl Sampler for Pas {
         let space = target.space();
         self.check(space)?;
         space.check_states(x0).map_err(SamplerError::BadInitialState)?;
+        if let Some(m) = crate::fast::gwg_ising::qualifying_model(target) {
+            // One density and one gradient evaluation per step, as the generic path counts.
+            return Ok(Box::new(crate::fast::gwg_ising::GwgIsingChains::path(&m, self.lengths(space.d), (1, 1), x0)?));
+        }
         let proposal = PasProposal::new(self.lengths(space.d), space.d, site_weights);
         Ok(Box::new(MhChains::on_target(target, proposal, true, Caching::Keep, x0)?))
     }

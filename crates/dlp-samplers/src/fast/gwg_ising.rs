@@ -22,6 +22,14 @@
 //! of its children after a change, so the tree is a function of the leaves: no drift.
 //! The cached f is updated by the flip differences and recomputed from the fields every
 //! [`REFRESH`] steps.
+//!
+//! The same structure runs the path auxiliary samplers (`pas`, `pas-<R>`, and `alb`, whose
+//! exact √-balanced weights exp(½(f(x^(i)) − f(x))) are these λ_i on an Ising model) in
+//! O(R·(degree + 1)·log d) per step instead of O(d): the R distinct sites are drawn one after
+//! another from the tree with each drawn leaf zeroed (so S_r, the weight not yet drawn, is the
+//! root), flipped in place, and the reverse path is scored the same way on the updated tree.
+//! [`crate::pas`]'s kernel: the same length uniform, R path uniforms and MH uniform in the
+//! same order, the same log Q (the shift c cancels from every w_i / S_r).
 
 use super::sum_tree::SumTrees;
 use crate::proposal::mh_accept;
@@ -75,6 +83,8 @@ pub struct GwgIsingChains {
     since_refresh: Vec<u32>,
     /// Report steps as the locally balanced sampler does (d flip differences, no gradient).
     lb_records: bool,
+    /// The path samplers' lengths and step records, when the chains run one ([`GwgIsingChains::path`]).
+    path: Option<PathMoves>,
     // Scratch, reused every step.
     draws: Vec<usize>,
     flipped: Vec<usize>,
@@ -104,6 +114,7 @@ impl GwgIsingChains {
             f: vec![0.0; n],
             since_refresh: vec![0; n],
             lb_records: false,
+            path: None,
             draws: vec![0; k],
             flipped: Vec::with_capacity(k),
             old_h: Vec::new(),
@@ -120,6 +131,20 @@ impl GwgIsingChains {
     pub fn locally_balanced(m: &IsingView<'_>, x0: &[u32]) -> Result<Self, SamplerError> {
         let mut c = Self::new(m, 1, x0)?;
         c.lb_records = true;
+        Ok(c)
+    }
+
+    /// The path auxiliary samplers on the same structure (module doc): paths of `lo` flips, or
+    /// `hi` with probability `theta` ([`crate::pas::Pas::lengths`]); a step records `evals`
+    /// (density, gradient) evaluations, as the generic sampler counts them.
+    pub fn path(
+        m: &IsingView<'_>,
+        (lo, hi, theta): (usize, usize, f64),
+        evals: (u32, u32),
+        x0: &[u32],
+    ) -> Result<Self, SamplerError> {
+        let mut c = Self::new(m, hi, x0)?;
+        c.path = Some(PathMoves { lo, hi, theta, evals });
         Ok(c)
     }
 
@@ -228,6 +253,70 @@ impl GwgIsingChains {
         (df, df + rev - fwd)
     }
 
+    /// log q of `site` from the weights left in chain j's tree (λ − c − log of the root), and
+    /// the site's leaf zeroed: one position of a path without replacement.
+    fn take(&mut self, j: usize, site: usize) -> f64 {
+        let lq = self.lambda(j, site) - self.shift - self.tree.total(j).ln();
+        self.tree.set(j, site, 0.0);
+        lq
+    }
+
+    /// Applies the path `self.draws[..len]` to chain j, whose forward log-probability `fwd`
+    /// has been taken from the tree (its leaves zeroed), and scores the reverse path on the
+    /// updated tree; returns f(y) − f(x) and the log acceptance ratio. [`GwgIsingChains::undo`]
+    /// reverts it.
+    fn propose_path(&mut self, j: usize, len: usize, fwd: f64) -> (f64, f64) {
+        self.flipped.clear();
+        self.old_h.clear();
+        let mut df = 0.0;
+        // Each flip refreshes its own leaf and its neighbours', so after the last one every
+        // leaf holds y's weight again, the zeroed path leaves included.
+        for r in 0..len {
+            let i = self.draws[r];
+            self.flipped.push(i);
+            df += self.flip(j, i, true);
+        }
+        let mut rev = 0.0;
+        for r in (0..len).rev() {
+            rev += self.take(j, self.draws[r]);
+        }
+        for r in 0..len {
+            self.refresh_leaf(j, self.draws[r]);
+        }
+        (df, df + rev - fwd)
+    }
+
+    /// The path auxiliary log acceptance ratio of the path `sites` from chain j's state,
+    /// without moving the chain (tests compare it with [`crate::pas::log_accept_ratio`]).
+    pub fn path_log_accept_ratio(&mut self, j: usize, sites: &[usize]) -> f64 {
+        self.draws.resize(self.draws.len().max(sites.len()), 0);
+        self.draws[..sites.len()].copy_from_slice(sites);
+        let fwd: f64 = sites.iter().map(|&i| self.take(j, i)).sum();
+        let (_, a) = self.propose_path(j, sites.len(), fwd);
+        self.undo(j);
+        a
+    }
+
+    /// One path step of chain j: a length, the path drawn from the tree, MH on the path.
+    fn path_step(&mut self, j: usize, moves: &PathMoves, rng: &mut ChainRng) -> StepInfo {
+        let len = if moves.hi != moves.lo && rng.random::<f64>() < moves.theta { moves.hi } else { moves.lo };
+        let mut fwd = 0.0;
+        for r in 0..len {
+            let i = self.draw(j, rng);
+            self.draws[r] = i;
+            fwd += self.take(j, i);
+        }
+        let (df, a) = self.propose_path(j, len, fwd);
+        let (accepted, accept_prob) = mh_accept(a, rng);
+        if accepted {
+            self.f[j] += df;
+        } else {
+            self.undo(j);
+        }
+        let (density_evals, grad_evals) = moves.evals;
+        StepInfo { density_evals, grad_evals, ..StepInfo::evaluated(accepted, accept_prob, len as u32) }
+    }
+
     /// Reverts the last [`GwgIsingChains::propose`] of chain j.
     fn undo(&mut self, j: usize) {
         let d = self.d;
@@ -265,6 +354,16 @@ impl Chains for GwgIsingChains {
     /// flip differences summed, the reverse draws' probabilities from the updated tree, one
     /// MH uniform; a rejection restores the fields and leaves it changed.
     fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
+        if let Some(moves) = self.path {
+            for j in 0..self.n {
+                info[j] = self.path_step(j, &moves, &mut rngs[j]);
+                self.since_refresh[j] += 1;
+                if self.since_refresh[j] >= REFRESH {
+                    self.rebuild(j);
+                }
+            }
+            return Ok(());
+        }
         for j in 0..self.n {
             let mut draws = std::mem::take(&mut self.draws);
             for m in draws.iter_mut() {
@@ -298,4 +397,13 @@ impl Chains for GwgIsingChains {
         }
         Ok(())
     }
+}
+
+/// A path sampler's lengths (`lo`, or `hi` with probability `theta`) and step records.
+#[derive(Clone, Copy, Debug)]
+struct PathMoves {
+    lo: usize,
+    hi: usize,
+    theta: f64,
+    evals: (u32, u32),
 }

@@ -20,6 +20,7 @@
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
 //! | GWG (`gwg`) on any sparse Potts model: one-hot gradients and a sum tree over the d·K moves, O((degree + 1)·K·log(dK)) per step | Potts capability, fields and couplings bounded | [`gwg_potts`] |
 //! | GWG (`gwg`, `gwg-<k>`) and `lb` on any sparse Ising model: local fields and a sum tree of the move weights, O(k·(degree + 1)·log d) per step | Ising capability, fields and couplings bounded (\|λ\| ≤ 300) | [`gwg_ising`] |
+//! | `pas`, `pas-<R>` and `alb` on any sparse Ising model: the same local fields and tree, the path drawn and scored without replacement on it, O(R·(degree + 1)·log d) per step | as above | [`gwg_ising`] |
 //!
 //! Uniforms: a flip decision u < p is made with **two-stage integer comparisons** — a short
 //! draw (16 bits; 8 bits in the torus DULA and DMALA kernels) is compared with the top bits of

@@ -837,3 +837,93 @@ fn dlmc_takes_the_lattice_kernel_and_keeps_the_law() {
         assert!(stat < chi2_limit(df), "dlmc mh={mh}: χ² {stat} on {df} df");
     }
 }
+
+#[test]
+fn pas_paths_on_the_sum_tree_equal_the_generic_path_kernel() {
+    // Exact quantities: for every state of each small model and every ordered path of one to
+    // three distinct sites, the path's log acceptance ratio on the sum tree equals the generic
+    // PAS arithmetic (`pas::log_accept_ratio` on the first-order weights) to 1e-12, and
+    // scoring a path leaves the chain, its f and its tree where they were.
+    use super::gwg_ising::{GwgIsingChains, qualifying_model as gwg_model};
+    use crate::pas::{log_accept_ratio as pas_ratio, site_weights};
+    use dlp_core::Chains;
+    use sum_tree::SumTrees;
+    for (name, m) in gwg_models() {
+        let view = gwg_model(&m).unwrap_or_else(|| panic!("{name}: qualifies"));
+        let d = m.space().d;
+        let states = if d <= 9 { 1u64 << d } else { 16 };
+        let local = |x: &[u32]| {
+            let mut g = vec![0.0; d];
+            let f = m.log_density_grad(x, &mut g).unwrap();
+            let (mut l, mut w) = (vec![0.0; d], vec![0.0; d]);
+            site_weights(x, &g, &mut l, &mut w);
+            (f, l, w)
+        };
+        let mut tree = SumTrees::new(1, d);
+        for s in 0..states {
+            let x = state_of(s, d);
+            let mut fast = GwgIsingChains::path(&view, (3, 3, 0.0), (1, 1), &x).unwrap();
+            let lq = fast.move_log_probs(0);
+            let (f_x, logit_x, w_x) = local(&x);
+            let paths: Vec<Vec<usize>> =
+                (0..d).flat_map(|i| [vec![i], vec![i, (i + 3) % d], vec![(i + 5) % d, i, (i + 1) % d]]).collect();
+            for path in paths {
+                let mut y = x.clone();
+                path.iter().for_each(|&i| y[i] ^= 1);
+                let (f_y, logit_y, w_y) = local(&y);
+                let want = pas_ratio(f_x, f_y, &logit_x, &w_x, &logit_y, &w_y, &path, &mut tree);
+                let got = fast.path_log_accept_ratio(0, &path);
+                assert!((got - want).abs() < 1e-12, "{name} state {s} path {path:?}: {got} vs {want}");
+            }
+            assert_eq!(fast.positions(), &x[..]);
+            assert_eq!(fast.move_log_probs(0), lq, "{name} state {s}: tree restored");
+            assert!((fast.log_densities().unwrap()[0] - f_x).abs() < 1e-12);
+        }
+    }
+}
+
+#[test]
+fn pas_and_alb_chains_on_the_sum_tree_follow_the_generic_chains_step_by_step() {
+    // Same uniforms in the same order (a length uniform when two lengths mix, one per path
+    // site, one MH uniform): the fast chains retrace the generic chains' path (a draw that
+    // rounding puts across a cumulative-sum boundary has probability of order 1e-16, about
+    // 1e-10 over this test), with the same step records and f equal to the model's.
+    use crate::alb::Alb;
+    use crate::pas::Pas;
+    for (name, m) in [
+        ("8x8 torus", IsingModel::paper_lattice(8, 0.1, 0.2)),
+        ("6x6 open binary", IsingModel::lattice(&[6, 6], false, 0.4, vec![-0.3; 36], DomainKind::Binary).unwrap()),
+    ]
+    .into_iter()
+    .chain(gwg_models().into_iter().skip(5))
+    {
+        let d = m.space().d;
+        let samplers: [(&str, Box<dyn Sampler>); 4] = [
+            ("pas-1", Box::new(Pas::new(1).unwrap())),
+            ("pas-3", Box::new(Pas::new(3).unwrap())),
+            ("pas r = 2.4", Box::new(Pas::with_mean(2.4).unwrap())),
+            ("alb r = 1.7", Box::new(Alb::new(1.7).unwrap())),
+        ];
+        for (label, sampler) in samplers {
+            let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
+            let mut fast = sampler.start(&m, &x0).unwrap();
+            let generic = Generic(&m);
+            let mut slow = sampler.start(&generic, &x0).unwrap();
+            let (mut ra, mut rb) = (chain_rngs(13, 0, 4), chain_rngs(13, 0, 4));
+            let (mut ia, mut ib) = (vec![StepInfo::default(); 4], vec![StepInfo::default(); 4]);
+            for t in 0..2500 {
+                fast.step(&mut ra, &mut ia);
+                slow.step(&mut rb, &mut ib);
+                assert_eq!(fast.positions(), slow.positions(), "{name} {label} step {t}");
+                for (a, b) in ia.iter().zip(&ib) {
+                    let same = StepInfo { accept_prob: b.accept_prob, ..*a };
+                    assert_eq!(same, *b, "{name} {label} step {t}: step records");
+                    assert!((a.accept_prob - b.accept_prob).abs() < 1e-12, "{name} {label} step {t}");
+                }
+            }
+            for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
+                assert!((m.log_density(y).unwrap() - f).abs() < 1e-9, "{name} {label}: cached f");
+            }
+        }
+    }
+}
