@@ -150,21 +150,45 @@ impl Figure {
     }
 
     fn color(&self, label: &str) -> RGBColor {
-        // Tableau 10: distinguishable and colour-blind tolerant.
-        const PALETTE: [RGBColor; 10] = [
-            RGBColor(31, 119, 180),
-            RGBColor(255, 127, 14),
-            RGBColor(44, 160, 44),
-            RGBColor(214, 39, 40),
-            RGBColor(148, 103, 189),
-            RGBColor(140, 86, 75),
-            RGBColor(227, 119, 194),
-            RGBColor(127, 127, 127),
-            RGBColor(188, 189, 34),
-            RGBColor(23, 190, 207),
-        ];
         let i = self.labels.iter().position(|l| l == label).unwrap_or(self.labels.len());
-        PALETTE[i % PALETTE.len()]
+        series_color(i)
+    }
+}
+
+/// The colour of the `i`-th series: Tableau 10 (distinguishable and colour-blind tolerant),
+/// then its ten lighter partners of Tableau 20, then hues a golden angle apart, so that a
+/// figure with many series (the DISCS charts have up to 28) repeats no colour.
+fn series_color(i: usize) -> RGBColor {
+    const TABLEAU_20: [RGBColor; 20] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(174, 199, 232),
+        RGBColor(255, 187, 120),
+        RGBColor(152, 223, 138),
+        RGBColor(255, 152, 150),
+        RGBColor(197, 176, 213),
+        RGBColor(196, 156, 148),
+        RGBColor(247, 182, 210),
+        RGBColor(199, 199, 199),
+        RGBColor(219, 219, 141),
+        RGBColor(158, 218, 229),
+    ];
+    match TABLEAU_20.get(i) {
+        Some(&c) => c,
+        None => {
+            // Hues a golden angle apart: never the same twice, well spread for any count.
+            let hue = ((i - TABLEAU_20.len()) as f64 * 0.618_033_988_749_895).fract();
+            let c = HSLColor(hue, 0.65, 0.45).to_rgba();
+            RGBColor(c.0, c.1, c.2)
+        }
     }
 }
 
@@ -596,6 +620,16 @@ mod tests {
 
     /// Accuracy curves rising to a plateau fill the upper right; a falling loss fills the upper
     /// left and lower right; a flat line through the middle leaves every corner free.
+    #[test]
+    fn series_colours_do_not_repeat_within_a_large_figure() {
+        // The DISCS charts have up to 28 series; Tableau 10 alone repeated from the 11th.
+        let colours: Vec<(u8, u8, u8)> = (0..60).map(|i| series_color(i).rgb()).collect();
+        for (i, a) in colours.iter().enumerate() {
+            assert!(!colours[..i].contains(a), "series {i} repeats colour {a:?}");
+        }
+        assert_eq!(series_color(0), RGBColor(31, 119, 180));
+    }
+
     #[test]
     fn the_legend_takes_the_emptiest_corner() {
         let rising: Vec<(f64, f64)> = (1..=100).map(|e| (e as f64, 0.95 - 0.5 * (-(e as f64) / 5.0).exp())).collect();
