@@ -597,13 +597,7 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
     // (a cumulative-sum boundary that rounding puts on the other side has probability of
     // order 1e-16 per draw, about 1e-10 over this test), and keep f equal to the model's.
     use crate::gwg::Gwg;
-    for (name, m) in [
-        ("8x8 torus", IsingModel::paper_lattice(8, 0.1, 0.2)),
-        ("6x6 open binary", IsingModel::lattice(&[6, 6], false, 0.4, vec![-0.3; 36], DomainKind::Binary).unwrap()),
-    ]
-    .into_iter()
-    .chain(gwg_models().into_iter().skip(5))
-    {
+    for (name, m) in trajectory_models() {
         let d = m.space().d;
         for k in [1, 3, 0] {
             let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
@@ -613,24 +607,7 @@ fn gwg_sum_tree_chains_follow_the_generic_chains_step_by_step() {
             } else {
                 Box::new(Gwg::new(k).unwrap())
             };
-            let mut fast = sampler.start(&m, &x0).unwrap();
-            let generic = Generic(&m);
-            let mut slow = sampler.start(&generic, &x0).unwrap();
-            let (mut ra, mut rb) = (chain_rngs(11, 0, 4), chain_rngs(11, 0, 4));
-            let (mut ia, mut ib) = (vec![StepInfo::default(); 4], vec![StepInfo::default(); 4]);
-            for t in 0..2500 {
-                fast.step(&mut ra, &mut ia);
-                slow.step(&mut rb, &mut ib);
-                assert_eq!(fast.positions(), slow.positions(), "{name} gwg-{k} step {t}");
-                for (a, b) in ia.iter().zip(&ib) {
-                    let same = StepInfo { accept_prob: b.accept_prob, ..*a };
-                    assert_eq!(same, *b, "{name} gwg-{k} step {t}: step records");
-                    assert!((a.accept_prob - b.accept_prob).abs() < 1e-12, "{name} gwg-{k} step {t}");
-                }
-            }
-            for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
-                assert!((m.log_density(y).unwrap() - f).abs() < 1e-9, "{name} gwg-{k}: cached f");
-            }
+            retraces_the_generic_chains(&m, sampler.as_ref(), &x0, 11, &format!("{name} gwg-{k}"));
         }
     }
 }
@@ -890,13 +867,7 @@ fn pas_and_alb_chains_on_the_sum_tree_follow_the_generic_chains_step_by_step() {
     // 1e-10 over this test), with the same step records and f equal to the model's.
     use crate::alb::Alb;
     use crate::pas::Pas;
-    for (name, m) in [
-        ("8x8 torus", IsingModel::paper_lattice(8, 0.1, 0.2)),
-        ("6x6 open binary", IsingModel::lattice(&[6, 6], false, 0.4, vec![-0.3; 36], DomainKind::Binary).unwrap()),
-    ]
-    .into_iter()
-    .chain(gwg_models().into_iter().skip(5))
-    {
+    for (name, m) in trajectory_models() {
         let d = m.space().d;
         let samplers: [(&str, Box<dyn Sampler>); 4] = [
             ("pas-1", Box::new(Pas::new(1).unwrap())),
@@ -906,24 +877,45 @@ fn pas_and_alb_chains_on_the_sum_tree_follow_the_generic_chains_step_by_step() {
         ];
         for (label, sampler) in samplers {
             let x0: Vec<u32> = (0..4 * d).map(|i| ((i * 7 + i / 3) % 5 < 2) as u32).collect();
-            let mut fast = sampler.start(&m, &x0).unwrap();
-            let generic = Generic(&m);
-            let mut slow = sampler.start(&generic, &x0).unwrap();
-            let (mut ra, mut rb) = (chain_rngs(13, 0, 4), chain_rngs(13, 0, 4));
-            let (mut ia, mut ib) = (vec![StepInfo::default(); 4], vec![StepInfo::default(); 4]);
-            for t in 0..2500 {
-                fast.step(&mut ra, &mut ia);
-                slow.step(&mut rb, &mut ib);
-                assert_eq!(fast.positions(), slow.positions(), "{name} {label} step {t}");
-                for (a, b) in ia.iter().zip(&ib) {
-                    let same = StepInfo { accept_prob: b.accept_prob, ..*a };
-                    assert_eq!(same, *b, "{name} {label} step {t}: step records");
-                    assert!((a.accept_prob - b.accept_prob).abs() < 1e-12, "{name} {label} step {t}");
-                }
-            }
-            for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
-                assert!((m.log_density(y).unwrap() - f).abs() < 1e-9, "{name} {label}: cached f");
-            }
+            retraces_the_generic_chains(&m, sampler.as_ref(), &x0, 13, &format!("{name} {label}"));
         }
     }
+}
+
+/// Steps `sampler` on `m` (its fast path) and on `Generic(&m)` from the four chains of `x0`
+/// with the same streams (`seed`) for 2,500 steps: positions equal at every step, step
+/// records equal (acceptance probabilities to 1e-12), and the fast chains' cached f equal to
+/// the model's at the end.
+fn retraces_the_generic_chains(m: &IsingModel, sampler: &dyn Sampler, x0: &[u32], seed: u64, label: &str) {
+    let d = m.space().d;
+    let mut fast = sampler.start(m, x0).unwrap();
+    let generic = Generic(m);
+    let mut slow = sampler.start(&generic, x0).unwrap();
+    let (mut ra, mut rb) = (chain_rngs(seed, 0, 4), chain_rngs(seed, 0, 4));
+    let (mut ia, mut ib) = (vec![StepInfo::default(); 4], vec![StepInfo::default(); 4]);
+    for t in 0..2500 {
+        fast.step(&mut ra, &mut ia);
+        slow.step(&mut rb, &mut ib);
+        assert_eq!(fast.positions(), slow.positions(), "{label} step {t}");
+        for (a, b) in ia.iter().zip(&ib) {
+            let same = StepInfo { accept_prob: b.accept_prob, ..*a };
+            assert_eq!(same, *b, "{label} step {t}: step records");
+            assert!((a.accept_prob - b.accept_prob).abs() < 1e-12, "{label} step {t}");
+        }
+    }
+    for (y, f) in fast.positions().chunks(d).zip(fast.log_densities().unwrap()) {
+        assert!((m.log_density(y).unwrap() - f).abs() < 1e-9, "{label}: cached f");
+    }
+}
+
+/// The models the sum-tree chains are retraced on: a periodic and an open lattice, and the
+/// random graphs of [`gwg_models`].
+fn trajectory_models() -> Vec<(&'static str, IsingModel)> {
+    [
+        ("8x8 torus", IsingModel::paper_lattice(8, 0.1, 0.2)),
+        ("6x6 open binary", IsingModel::lattice(&[6, 6], false, 0.4, vec![-0.3; 36], DomainKind::Binary).unwrap()),
+    ]
+    .into_iter()
+    .chain(gwg_models().into_iter().skip(5))
+    .collect()
 }
