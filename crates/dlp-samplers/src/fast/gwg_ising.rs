@@ -263,8 +263,9 @@ impl GwgIsingChains {
 
     /// Applies the path `self.draws[..len]` to chain j, whose forward log-probability `fwd`
     /// has been taken from the tree (its leaves zeroed), and scores the reverse path on the
-    /// updated tree; returns f(y) − f(x) and the log acceptance ratio. [`GwgIsingChains::undo`]
-    /// reverts it.
+    /// updated tree, which leaves the path's leaves zeroed; returns f(y) − f(x) and the log
+    /// acceptance ratio. [`GwgIsingChains::undo`] reverts it, or
+    /// [`GwgIsingChains::restore_path_leaves`] completes it.
     fn propose_path(&mut self, j: usize, len: usize, fwd: f64) -> (f64, f64) {
         self.flipped.clear();
         self.old_h.clear();
@@ -280,10 +281,24 @@ impl GwgIsingChains {
         for r in (0..len).rev() {
             rev += self.take(j, self.draws[r]);
         }
+        (df, df + rev - fwd)
+    }
+
+    /// After an accepted path: the path's leaves, zeroed by the reverse scoring, get y's
+    /// weights back. (A rejected path needs nothing here: [`GwgIsingChains::undo`] refreshes
+    /// every flipped site's leaf from x.)
+    fn restore_path_leaves(&mut self, j: usize, len: usize) {
         for r in 0..len {
             self.refresh_leaf(j, self.draws[r]);
         }
-        (df, df + rev - fwd)
+    }
+
+    /// Counts a step of chain j, recomputing its cached f, fields and tree every [`REFRESH`].
+    fn count_step(&mut self, j: usize) {
+        self.since_refresh[j] += 1;
+        if self.since_refresh[j] >= REFRESH {
+            self.rebuild(j);
+        }
     }
 
     /// The path auxiliary log acceptance ratio of the path `sites` from chain j's state,
@@ -310,6 +325,7 @@ impl GwgIsingChains {
         let (accepted, accept_prob) = mh_accept(a, rng);
         if accepted {
             self.f[j] += df;
+            self.restore_path_leaves(j, len);
         } else {
             self.undo(j);
         }
@@ -357,10 +373,7 @@ impl Chains for GwgIsingChains {
         if let Some(moves) = self.path {
             for j in 0..self.n {
                 info[j] = self.path_step(j, &moves, &mut rngs[j]);
-                self.since_refresh[j] += 1;
-                if self.since_refresh[j] >= REFRESH {
-                    self.rebuild(j);
-                }
+                self.count_step(j);
             }
             return Ok(());
         }
@@ -377,10 +390,7 @@ impl Chains for GwgIsingChains {
             } else {
                 self.undo(j);
             }
-            self.since_refresh[j] += 1;
-            if self.since_refresh[j] >= REFRESH {
-                self.rebuild(j);
-            }
+            self.count_step(j);
             self.draws = draws;
             info[j] = if self.lb_records {
                 StepInfo {
