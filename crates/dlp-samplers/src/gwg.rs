@@ -30,6 +30,7 @@
 
 use crate::dual_averaging::MALA_TARGET_ACCEPT;
 use crate::fast::rbm::RbmEval;
+use crate::fast::vexp::exp_neg_abs;
 use crate::mh::{Caching, MhChains, MoveProposal, start_error};
 #[cfg(doc)]
 use crate::proposal::sample_logits;
@@ -90,56 +91,109 @@ fn slots(space: &Space) -> usize {
 /// log softmax of ½ g_i (1 − 2x_i) at v = 1 − x_i for binary/spin, of ½(G_{i,v} − G_{i,c_i})
 /// for categorical; the "stay" slots v = x_i get −∞.
 pub fn move_log_probs(space: &Space, x: &[u32], grad: &[f64], out: &mut [f64]) {
-    move_log_probs_and_probs(space, x, grad, out, None);
+    let mut weights = vec![0.0; out.len()];
+    move_log_probs_and_weights(space, x, grad, out, &mut weights, &mut Vec::new());
 }
 
-/// [`move_log_probs`], also writing the probabilities themselves to `probs` when given. The
-/// chains keep them so that a step draws its k moves without any exponential (the draws
-/// were `sample_logits` over the log-probabilities, 2·d·K exponentials per draw: 65% of a
-/// gwg-4 step on the 5×5 Ising). One pass of exponentials serves both outputs; the log
-/// normaliser is formed exactly as [`logsumexp`] forms it (same max, same summation order),
-/// so `out` is bit-identical to the log-softmax the exact kernel has always used.
-fn move_log_probs_and_probs(space: &Space, x: &[u32], grad: &[f64], out: &mut [f64], probs: Option<&mut [f64]>) {
+/// [`move_log_probs`], also writing the unnormalised move weights e^{λ − max λ} to `weights`
+/// and returning their sum (`scratch` is reused between calls). The chains keep them so that
+/// a step draws its k moves without any exponential (one uniform scaled by the sum, then an
+/// inverse-CDF scan). Written for speed because it is most of a GWG step on an RBM (784 × 25):
+/// the exponentials go through the vectorised [`exp_neg_abs`] (≤ 2 ulp from libm) over the
+/// moves only (on binary spaces the d flip logits are packed first), the maximum and the sum
+/// are branch-free multi-lane loops, and nothing is normalised that the draw does not need.
+/// The exact kernel ([`Gwg::transition_row`]) calls the same function, so the chains' log
+/// probabilities and the exact rows share every bit.
+fn move_log_probs_and_weights(
+    space: &Space,
+    x: &[u32],
+    grad: &[f64],
+    out: &mut [f64],
+    weights: &mut [f64],
+    scratch: &mut Vec<f64>,
+) -> f64 {
     let k = slots(space);
-    for (i, &c) in x.iter().enumerate() {
-        let o = &mut out[i * k..(i + 1) * k];
-        if space.kind == DomainKind::Categorical {
-            let g = &grad[i * k..(i + 1) * k];
+    let d = x.len();
+    if space.kind != DomainKind::Categorical {
+        // Binary/spin: the flip logits packed into `v`, their weights into `e`.
+        scratch.resize(2 * d, 0.0);
+        let (v, e) = scratch.split_at_mut(d);
+        for ((vi, &g), &c) in v.iter_mut().zip(grad).zip(x) {
+            *vi = 0.5 * g * (1.0 - 2.0 * c as f64);
+        }
+        let m = lane_max(v);
+        if m.is_finite() {
+            v.iter_mut().for_each(|l| *l -= m);
+            exp_neg_abs(v, e);
+            let total = lane_sum(e);
+            let log_total = total.ln();
+            // Selects rather than computed indices, so the loop has no branch or bounds check.
+            let pairs = out.chunks_exact_mut(2).zip(weights.chunks_exact_mut(2));
+            for ((((o, wt), &l), &w), &c) in pairs.zip(v.iter()).zip(e.iter()).zip(x) {
+                let (lq, up) = (l - log_total, c == 1);
+                o[0] = if up { lq } else { f64::NEG_INFINITY };
+                o[1] = if up { f64::NEG_INFINITY } else { lq };
+                wt[0] = if up { w } else { 0.0 };
+                wt[1] = if up { 0.0 } else { w };
+            }
+            return total;
+        }
+        for (i, (&l, &c)) in v.iter().zip(x).enumerate() {
+            out[2 * i + c as usize] = f64::NEG_INFINITY;
+            out[2 * i + 1 - c as usize] = l;
+        }
+    } else {
+        for (i, &c) in x.iter().enumerate() {
+            let (o, g) = (&mut out[i * k..(i + 1) * k], &grad[i * k..(i + 1) * k]);
             for v in 0..k {
                 o[v] = 0.5 * (g[v] - g[c as usize]);
             }
-        } else {
-            o[1 - c as usize] = 0.5 * grad[i] * (1.0 - 2.0 * c as f64);
+            o[c as usize] = f64::NEG_INFINITY;
         }
-        o[c as usize] = f64::NEG_INFINITY;
+        let m = lane_max(out);
+        if m.is_finite() {
+            // exp(−∞) is 0 exactly: the stay slots come back as 0 (through libm).
+            scratch.clear();
+            scratch.extend(out.iter().map(|&l| l - m));
+            exp_neg_abs(scratch, weights);
+            let total = lane_sum(weights);
+            let lse = m + total.ln();
+            out.iter_mut().for_each(|v| *v -= lse);
+            return total;
+        }
     }
-    let m = out.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !m.is_finite() {
-        // Degenerate logits (all −∞, or +∞): keep the library's conventions.
-        let lse = logsumexp(out);
-        out.iter_mut().for_each(|v| *v -= lse);
-        if let Some(p) = probs {
-            p.iter_mut().zip(out.iter()).for_each(|(p, l)| *p = l.exp());
-        }
-        return;
-    }
-    // exp(−∞) is 0 exactly, so skipping the stay slots changes no bit of the sum.
-    let e = |l: f64| if l == f64::NEG_INFINITY { 0.0 } else { (l - m).exp() };
-    let total: f64 = match probs {
-        Some(p) => {
-            let mut t = 0.0;
-            for (p, &l) in p.iter_mut().zip(out.iter()) {
-                *p = e(l);
-                t += *p;
-            }
-            let inv = 1.0 / t;
-            p.iter_mut().for_each(|p| *p *= inv);
-            t
-        }
-        None => out.iter().map(|&l| e(l)).sum(),
-    };
-    let lse = m + total.ln();
+    // Degenerate logits (all −∞, or +∞ somewhere): keep the library's conventions.
+    let lse = logsumexp(out);
     out.iter_mut().for_each(|v| *v -= lse);
+    weights.iter_mut().zip(out.iter()).for_each(|(p, l)| *p = l.exp());
+    weights.iter().sum()
+}
+
+/// The largest entry (−∞ for none; NaN entries are skipped, as `f64::max` skips them), over
+/// four independent lanes so the loop vectorises.
+fn lane_max(v: &[f64]) -> f64 {
+    let mut m = [f64::NEG_INFINITY; 4];
+    let chunks = v.chunks_exact(4);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for q in 0..4 {
+            m[q] = if c[q] > m[q] { c[q] } else { m[q] };
+        }
+    }
+    tail.iter().chain(&m).copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// Σ v over four independent lanes (a serial sum is one long dependency chain).
+fn lane_sum(v: &[f64]) -> f64 {
+    let mut s = [0.0; 4];
+    let chunks = v.chunks_exact(4);
+    let tail: f64 = chunks.remainder().iter().sum();
+    for c in chunks {
+        for q in 0..4 {
+            s[q] += c[q];
+        }
+    }
+    (s[0] + s[1]) + (s[2] + s[3]) + tail
 }
 
 /// Applies the drawn moves to `x` (a copy is written to `y`); returns how many coordinates
@@ -264,11 +318,14 @@ struct GwgProposal {
     ks: usize,
 }
 
-/// What a GWG chain keeps of its state: the move log-probabilities and the probabilities
-/// themselves (the draws scan these, [`move_log_probs_and_probs`]).
+/// What a GWG chain keeps of its state: the move log-probabilities and the unnormalised move
+/// weights with their sum (the draws scan these, [`move_log_probs_and_weights`]).
 struct GwgCache {
     lq: Vec<f64>,
     p: Vec<f64>,
+    /// Σ p, by which the draws scale their uniform.
+    total: f64,
+    scratch: Vec<f64>,
 }
 
 impl MoveProposal for GwgProposal {
@@ -277,7 +334,7 @@ impl MoveProposal for GwgProposal {
     type Move = Vec<usize>;
 
     fn new_cache(&self, space: &Space) -> GwgCache {
-        GwgCache { lq: vec![0.0; space.d * self.ks], p: vec![0.0; space.d * self.ks] }
+        GwgCache { lq: vec![0.0; space.d * self.ks], p: vec![0.0; space.d * self.ks], total: 0.0, scratch: Vec::new() }
     }
 
     fn new_move(&self, _space: &Space) -> Vec<usize> {
@@ -285,7 +342,7 @@ impl MoveProposal for GwgProposal {
     }
 
     fn prepare(&self, space: &Space, x: &[u32], grad: &[f64], c: &mut GwgCache) {
-        move_log_probs_and_probs(space, x, grad, &mut c.lq, Some(&mut c.p));
+        c.total = move_log_probs_and_weights(space, x, grad, &mut c.lq, &mut c.p, &mut c.scratch);
     }
 
     fn draw(
@@ -297,9 +354,8 @@ impl MoveProposal for GwgProposal {
         y: &mut [u32],
         mv: &mut Vec<usize>,
     ) -> u32 {
-        let total: f64 = c.p.iter().sum();
         for m in mv.iter_mut() {
-            *m = sample_weights(&c.p, total, rng);
+            *m = sample_weights(&c.p, c.total, rng);
         }
         apply_moves(self.ks, x, mv, y)
     }

@@ -14,7 +14,9 @@
 //! | fast path | when | file |
 //! |---|---|---|
 //! | DULA / DMALA on a uniform lattice Ising model, any gradient weight β (so also every phase of `acs-dmala`/`acs-dula`) | Ising capability with a lattice, one coupling, uniform field; no preconditioner | [`ising`] |
+//! | DULA / DMALA (any β) on a sparse Ising model with one coupling per site and any fields (DISCS's Ising tasks): per-site class tables, O(d) byte comparisons + O(\|M\|·(degree + 1)) per step | Ising capability, equal couplings in every row, degree ≤ 15; no preconditioner | [`site_ising`] |
 //! | `dlmc` / `dlmcf` on a uniform lattice Ising model: the same class machinery with DLMC's per-class flip probabilities (CSR path on every lattice) | as above | [`ising`] |
+//! | DULA / DMALA (any β) on any sparse Potts model (DISCS's Potts task): one-hot gradients kept per chain, a per-site move threshold scanned as bytes, O(d) + O(\|M\|·(degree + 1)·K) per step | Potts capability, categorical, finite; no preconditioner | [`dlp_potts`] |
 //! | DULA / DMALA on a Bernoulli RBM (cached hidden pre-activations) | RBM capability, no preconditioner | [`rbm`] |
 //! | `dula-f32` / `dmala-f32` on a Bernoulli RBM: the gradient product in f32 | RBM capability, no preconditioner | [`rbm`] |
 //! | GWG, single-site Gibbs, `bg-1` on a Bernoulli RBM (the same cache) | RBM capability | [`rbm::RbmCache`] |
@@ -33,10 +35,12 @@
 //! and the tests that compare the two paths).
 
 use dlp_core::TargetExt;
+pub mod dlp_potts;
 pub mod gwg_ising;
 pub mod gwg_potts;
 pub mod ising;
 pub mod rbm;
+pub mod site_ising;
 pub mod sum_tree;
 pub mod vexp;
 
@@ -133,6 +137,15 @@ pub fn dlp_fast_path<'t>(
         let mut chains = ising::IsingDlpChains::from_view(target.space(), &m, proposal.half_inv_step(0), mh, x0)?;
         chains.set_proposal(proposal.half_inv_step(0), proposal.balance());
         return Ok(Some(Box::new(chains)));
+    }
+    if let Some(m) = site_ising::qualifying_model(target).filter(|_| !proposal.has_f32_gradient()) {
+        let mut chains = site_ising::SiteIsingChains::new(&m, mh, x0)?;
+        chains.set_proposal(proposal.half_inv_step(0), proposal.balance());
+        return Ok(Some(Box::new(chains)));
+    }
+    if let Some(m) = dlp_potts::qualifying_model(target).filter(|_| !proposal.has_f32_gradient()) {
+        let (hinv, beta) = (proposal.half_inv_step(0), proposal.balance());
+        return Ok(Some(Box::new(dlp_potts::PottsDlpChains::new(&m, mh, hinv, beta, x0)?)));
     }
     // The RBM kernels hard-code the paper's ½ gradient weight.
     if proposal.balance() != 0.5 {

@@ -3,10 +3,12 @@
 //! lattices), then one-step empirical rows against the generic path's exact transition rows,
 //! then the fast chains' empirical law after a few steps against the generic chains'.
 
+use super::dlp_potts::PottsDlpChains;
 use super::ising::{IsingDlpChains, qualifying_model};
+use super::site_ising::{self, SiteIsingChains};
 use super::*;
 use crate::dlp::{DlpProposal, DlpSampler, log_accept_ratio};
-use dlp_core::{DomainKind, ExactKernel, Sampler, StepInfo, chain_rngs};
+use dlp_core::{Chains, DomainKind, ExactKernel, Sampler, StepInfo, chain_rngs};
 use dlp_models::IsingModel;
 use std::collections::BTreeMap;
 
@@ -57,14 +59,14 @@ fn flip_probabilities_equal_the_generic_logits_for_every_state() {
             let d = m.d();
             let proposal = DlpProposal::new(alpha, None).unwrap();
             let chains = IsingDlpChains::new(&m, proposal.half_inv_step(0), false, &vec![0; d]).unwrap();
-            check_flip_probabilities(&chains, &m, &proposal, &format!("{name} α={alpha}"));
+            check_flip_probabilities(&|x| chains.flip_probabilities(x), &m, &proposal, &format!("{name} α={alpha}"));
         }
     }
 }
 
-/// The lattice kernel's realised flip probabilities equal σ of the generic logits of
-/// `proposal` for every state of `m`.
-fn check_flip_probabilities(chains: &IsingDlpChains, m: &IsingModel, proposal: &DlpProposal, what: &str) {
+/// A fast kernel's realised flip probabilities (`fast`, per site at a state) equal σ of the
+/// generic logits of `proposal` for every state of `m`.
+fn check_flip_probabilities(fast: &dyn Fn(&[u32]) -> Vec<f64>, m: &IsingModel, proposal: &DlpProposal, what: &str) {
     let d = m.d();
     let space = dlp_core::Target::space(m);
     let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
@@ -72,7 +74,7 @@ fn check_flip_probabilities(chains: &IsingDlpChains, m: &IsingModel, proposal: &
         let x = state_of(s, d);
         dlp_core::TargetExt::log_density_grad(m, &x, &mut g).unwrap();
         proposal.logits(space, &x, &g, &mut l, &mut z);
-        let fast = chains.flip_probabilities(&x);
+        let fast = fast(&x);
         for i in 0..d {
             let p = dlp_core::math::sigmoid(l[i]);
             assert!((fast[i] - p).abs() < 1e-12, "{what} x={x:?} site {i}: {} vs {p}", fast[i]);
@@ -80,11 +82,11 @@ fn check_flip_probabilities(chains: &IsingDlpChains, m: &IsingModel, proposal: &
     }
 }
 
-/// The generic path's DMALA log acceptance ratio of the move x → y.
-fn generic_ratio(m: &IsingModel, proposal: &DlpProposal, x: &[u32], y: &[u32]) -> f64 {
-    let d = x.len();
-    let space = dlp_core::Target::space(m);
-    let (mut g, mut l, mut z) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+/// The generic path's DMALA log acceptance ratio of the move x → y on any model.
+fn generic_ratio(m: &dyn dlp_core::Target, proposal: &DlpProposal, x: &[u32], y: &[u32]) -> f64 {
+    let space = m.space();
+    let (d, w) = (space.d, DlpProposal::logit_width(space));
+    let (mut g, mut l, mut z) = (vec![0.0; space.grad_len()], vec![0.0; d * w], vec![0.0; d]);
     let fx = dlp_core::TargetExt::log_density_grad(m, x, &mut g).unwrap();
     let lzx = proposal.logits(space, x, &g, &mut l, &mut z);
     let fwd = proposal.log_prob(space, x, y, &l, lzx);
@@ -154,7 +156,7 @@ fn chi2(counts: &BTreeMap<Vec<u32>, u64>, p: &BTreeMap<Vec<u32>, f64>, n: u64) -
 /// path; the counts of the next states and the records.
 fn one_step(
     sampler: &DlpSampler,
-    m: &IsingModel,
+    m: &dyn dlp_core::Target,
     x: &[u32],
     n: usize,
     seed: u64,
@@ -202,13 +204,16 @@ fn one_step_rows_match_the_generic_exact_rows() {
 #[test]
 fn fast_chains_have_the_generic_chains_law_after_several_steps() {
     // Two-sample χ² between 40,000 independent fast chains and 40,000 generic chains after 6
-    // steps from the same start on the 3×3 torus (statistic ~ χ²(cells − 1) under H0).
-    let m = IsingModel::paper_lattice(3, 0.2, 0.2);
-    let d = m.d();
-    let n = 40_000;
-    let x0: Vec<u32> = [0, 1, 0, 0, 1, 1, 0, 0, 0].iter().copied().cycle().take(n * d).collect();
-    for s in [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap()] {
-        let generic = Generic(&m);
+    // steps from the same start on the 3×3 torus (class kernel) and on an open 3×3 lattice with
+    // a field per site (site-table kernel) (statistic ~ χ²(cells − 1) under H0).
+    let models = [IsingModel::paper_lattice(3, 0.2, 0.2), site_models().swap_remove(1).1];
+    for (m, s) in
+        models.iter().flat_map(|m| [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap()].map(|s| (m, s)))
+    {
+        let d = m.d();
+        let n = 40_000;
+        let x0: Vec<u32> = [0, 1, 0, 0, 1, 1, 0, 0, 0].iter().copied().cycle().take(n * d).collect();
+        let generic = Generic(m);
         let run = |t: &dyn dlp_core::Target, seed: u64| {
             let mut c = s.start(t, &x0).unwrap();
             let mut rngs = chain_rngs(seed, 0, n);
@@ -222,7 +227,7 @@ fn fast_chains_have_the_generic_chains_law_after_several_steps() {
             }
             counts
         };
-        let (a, b) = (run(&m, 5), run(&generic, 6));
+        let (a, b) = (run(m, 5), run(&generic, 6));
         let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
         let (mut stat, mut cells, mut lump_a, mut lump_b) = (0.0, 0, 0.0, 0.0);
         for k in keys {
@@ -625,7 +630,12 @@ fn balanced_lattice_kernels_equal_the_generic_ones() {
             // Start at another (α, β) and switch, as a cycle does.
             let mut chains = IsingDlpChains::new(&m, 0.1, true, &vec![0; d]).unwrap();
             chains.set_proposal(proposal.half_inv_step(0), beta);
-            check_flip_probabilities(&chains, &m, &proposal, &format!("{name} α={alpha} β={beta}"));
+            check_flip_probabilities(
+                &|x| chains.flip_probabilities(x),
+                &m,
+                &proposal,
+                &format!("{name} α={alpha} β={beta}"),
+            );
             for _ in 0..500 {
                 let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
                 let y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
@@ -918,4 +928,262 @@ fn trajectory_models() -> Vec<(&'static str, IsingModel)> {
     .into_iter()
     .chain(gwg_models().into_iter().skip(5))
     .collect()
+}
+
+/// Ising models with one coupling per site and a field that varies by site (the site-table
+/// kernel; the class kernel needs a uniform field): DISCS's small Ising task (open 3×4 spin
+/// lattice, Gaussian-ish fields), an open binary lattice, a ring, a torus and the 2×2 torus
+/// (collapsed double neighbours).
+fn site_models() -> Vec<(&'static str, IsingModel)> {
+    let fields = |d: usize, phase: f64| -> Vec<f64> { (0..d).map(|i| 0.8 * (0.7 * i as f64 + phase).sin()).collect() };
+    let discs = dlp_models::discs::find("ising-small").unwrap().model().unwrap();
+    vec![
+        ("discs ising-small", discs.downcast_ref::<IsingModel>().unwrap().clone()),
+        ("3x3 open binary", IsingModel::lattice(&[3, 3], false, -0.4, fields(9, 2.0), DomainKind::Binary).unwrap()),
+        ("ring 7", IsingModel::lattice(&[7], true, 0.3, fields(7, 3.0), DomainKind::Spin).unwrap()),
+        ("3x3 torus", IsingModel::lattice(&[3, 3], true, 0.6, fields(9, 4.0), DomainKind::Spin).unwrap()),
+        ("2x2 torus binary", IsingModel::lattice(&[2, 2], true, 0.2, fields(4, 5.0), DomainKind::Binary).unwrap()),
+    ]
+}
+
+#[test]
+fn site_tables_serve_per_site_fields_and_not_unequal_couplings() {
+    for (name, m) in site_models() {
+        assert!(qualifying_model(&m).is_none(), "{name}: the class kernel needs a uniform field");
+        assert!(site_ising::qualifying_model(&m).is_some(), "{name}");
+        assert!(site_ising::qualifying_model(&Generic(&m)).is_none(), "{name}");
+        let p = DlpProposal::new(0.4, None).unwrap();
+        assert!(dlp_fast_path(&p, true, &m, &vec![0; m.d()]).unwrap().is_some(), "{name}");
+        let f32p = DlpProposal::new(0.4, None).unwrap().single_precision_gradient();
+        assert!(dlp_fast_path(&f32p, true, &m, &vec![0; m.d()]).unwrap().is_none(), "{name}: f32 stays generic");
+    }
+    // A row with two different couplings is not tabulated per site.
+    let edges = [(0, 1, 0.3), (1, 2, 0.5), (2, 3, 0.3)];
+    let m = IsingModel::from_edges(4, &edges, vec![0.1; 4], DomainKind::Spin).unwrap();
+    assert!(site_ising::qualifying_model(&m).is_none());
+    let bad = SiteIsingChains::new(&site_models()[0].1.view(), true, &[2; 12]);
+    assert!(matches!(bad, Err(dlp_core::SamplerError::BadInitialState(_))));
+}
+
+#[test]
+fn site_table_flip_probabilities_and_ratios_equal_the_generic_kernel() {
+    // Every state's realised flip probabilities, and DMALA log ratios for random pairs and
+    // for pairs one to three flips apart (the moves a chain makes), to 1e-12 / 1e-10, for
+    // several (α, β), with the tables switched in place by set_proposal as a cycle does.
+    let mut rng = dlp_core::setup_rng(13);
+    for (alpha, beta) in [(0.2, 0.5), (0.4, 0.5), (f64::INFINITY, 0.5), (0.7, 0.8), (3.0, 0.95)] {
+        let proposal = DlpProposal::new(alpha, None).unwrap().with_balance(beta).unwrap();
+        for (name, m) in site_models() {
+            let d = m.d();
+            let what = format!("{name} α={alpha} β={beta}");
+            let mut chains = SiteIsingChains::new(&m.view(), true, &vec![0; d]).unwrap();
+            chains.set_proposal(proposal.half_inv_step(0), beta);
+            check_flip_probabilities(&|x| chains.flip_probabilities(x), &m, &proposal, &what);
+            for t in 0..400 {
+                let x: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                let mut y: Vec<u32> = (0..d).map(|_| rand::RngExt::random_range(&mut rng, 0..2u32)).collect();
+                if t % 2 == 0 {
+                    y.copy_from_slice(&x);
+                    for _ in 0..1 + t % 3 {
+                        y[rand::RngExt::random_range(&mut rng, 0..d)] ^= 1;
+                    }
+                }
+                if x == y {
+                    continue;
+                }
+                let mut at_x = SiteIsingChains::new(&m.view(), true, &x).unwrap();
+                at_x.set_proposal(proposal.half_inv_step(0), beta);
+                let (a, b) = (at_x.log_accept_ratio(0, &y), generic_ratio(&m, &proposal, &x, &y));
+                assert!((a - b).abs() < 1e-10, "{what}: x={x:?} y={y:?}: fast {a} generic {b}");
+                assert_eq!(at_x.positions(), &x[..], "{what}: scoring a move leaves the chain at x");
+            }
+        }
+    }
+}
+
+#[test]
+fn site_table_one_step_rows_match_the_generic_exact_rows() {
+    // χ² of 200,000 one-step transitions against the generic kernel's exact rows, from two
+    // states of three models, for DULA and two DMALA step sizes (false-failure rate < 1e-5).
+    let n = 200_000;
+    let samplers = [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap(), DlpSampler::dmala(1.5).unwrap()];
+    for (mi, (name, m)) in site_models().into_iter().take(3).enumerate() {
+        let d = m.d();
+        for (si, s) in samplers.iter().enumerate() {
+            for (xi, x) in [vec![1; d], state_of(0b1_0110_0101 & ((1 << d) - 1), d)].iter().enumerate() {
+                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(&m, x, 0).unwrap().into_iter().collect();
+                let (counts, info) = one_step(s, &m, x, n, 2000 + (mi * 10 + si * 2 + xi) as u64);
+                let (stat, df) = chi2(&counts, &row, n as u64);
+                assert!(stat < chi2_limit(df), "{} {name} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
+                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
+                let expect: u64 =
+                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
+                assert_eq!(moved, expect, "{} {name}: records count the coordinates moved", s.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn site_table_chains_keep_f_and_positions_and_split_by_chain() {
+    // Over 1,100 steps (past one recomputation of the cached f) the log densities equal the
+    // model's at the positions, and chains run together equal chains run alone.
+    for (name, m) in site_models() {
+        let d = m.d();
+        for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
+            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 3) % 5 < 2) as u32).collect();
+            let mut c = s.start(&m, &x0).unwrap();
+            let mut rngs = chain_rngs(3, 0, 3);
+            let mut info = vec![StepInfo::default(); 3];
+            for t in 0..1100 {
+                c.step(&mut rngs, &mut info);
+                if t % 50 == 0 || t > 1020 {
+                    let f = c.log_densities().unwrap().to_vec();
+                    for (j, y) in c.positions().chunks(d).enumerate() {
+                        let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
+                        assert!((f[j] - want).abs() < 1e-9, "{name} {} step {t}: f {} vs {want}", s.name(), f[j]);
+                    }
+                }
+            }
+            for j in 0..3 {
+                let mut alone = s.start(&m, &x0[j * d..(j + 1) * d]).unwrap();
+                let mut r = chain_rngs(3, j, 1);
+                let mut inf = vec![StepInfo::default(); 1];
+                for _ in 0..1100 {
+                    alone.step(&mut r, &mut inf);
+                }
+                assert_eq!(alone.positions(), &c.positions()[j * d..(j + 1) * d], "{name} {} chain {j}", s.name());
+            }
+        }
+    }
+}
+
+/// Potts models for the DLP kernel: the GWG test models and DISCS's small Potts task (open
+/// 2×3 lattice, K = 4, a field per site and class).
+fn dlp_potts_models() -> Vec<(&'static str, dlp_models::PottsModel)> {
+    let discs = dlp_models::discs::find("potts-small").unwrap().model().unwrap();
+    let mut v = potts_models();
+    v.push(("discs potts-small", discs.downcast_ref::<dlp_models::PottsModel>().unwrap().clone()));
+    v
+}
+
+/// Every state of a categorical space (d sites, K classes), in index order.
+fn categorical_states(d: usize, k: usize) -> impl Iterator<Item = Vec<u32>> {
+    (0..(k as u64).pow(d as u32)).map(move |mut s| {
+        let mut x = vec![0; d];
+        for v in x.iter_mut().rev() {
+            *v = (s % k as u64) as u32;
+            s /= k as u64;
+        }
+        x
+    })
+}
+
+#[test]
+fn potts_dlp_class_probabilities_and_ratios_equal_the_generic_kernel() {
+    // On every state: the realised class probabilities of every site equal the generic
+    // softmax of the logits to 1e-12; from every 7th state, DMALA log ratios to a random
+    // state and to states one or two sites away equal the generic ones to 1e-10; for several
+    // (α, β), DULA's kernel construction as well as DMALA's.
+    let mut rng = dlp_core::setup_rng(14);
+    for (alpha, beta) in [(0.2, 0.5), (0.4, 0.5), (f64::INFINITY, 0.5), (0.7, 0.8)] {
+        let proposal = DlpProposal::new(alpha, None).unwrap().with_balance(beta).unwrap();
+        for (name, m) in dlp_potts_models() {
+            let space = dlp_core::Target::space(&m).clone();
+            let (d, k) = (space.d, space.k());
+            let view = dlp_core::Target::capabilities(&m).potts.unwrap();
+            let (mut g, mut l, mut z) = (vec![0.0; d * k], vec![0.0; d * k], vec![0.0; d]);
+            for (t, x) in categorical_states(d, k).enumerate() {
+                let what = format!("{name} α={alpha} β={beta} x={x:?}");
+                let mut chains = PottsDlpChains::new(&view, t % 2 == 0, proposal.half_inv_step(0), beta, &x).unwrap();
+                dlp_core::TargetExt::log_density_grad(&m, &x, &mut g).unwrap();
+                proposal.logits(&space, &x, &g, &mut l, &mut z);
+                let fast = chains.class_probabilities(0);
+                for i in 0..d * k {
+                    let p = (l[i] - z[i / k]).exp();
+                    assert!((fast[i] - p).abs() < 1e-12, "{what} entry {i}: {} vs {p}", fast[i]);
+                }
+                if t % 7 != 0 {
+                    continue;
+                }
+                for r in 0..3 {
+                    let mut y = x.clone();
+                    if r == 0 {
+                        y.iter_mut().for_each(|v| *v = rand::RngExt::random_range(&mut rng, 0..k as u32));
+                    } else {
+                        for _ in 0..r {
+                            let i = rand::RngExt::random_range(&mut rng, 0..d);
+                            y[i] = (y[i] + rand::RngExt::random_range(&mut rng, 1..k as u32)) % k as u32;
+                        }
+                    }
+                    if y == x {
+                        continue;
+                    }
+                    let (a, b) = (chains.log_accept_ratio(0, &y), generic_ratio(&m, &proposal, &x, &y));
+                    assert!((a - b).abs() < 1e-10, "{what} y={y:?}: fast {a} generic {b}");
+                    assert_eq!(chains.positions(), &x[..], "{what}: scoring a move leaves the chain at x");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn potts_dlp_one_step_rows_match_the_generic_exact_rows() {
+    // χ² of 200,000 one-step transitions against the generic kernel's exact rows, from two
+    // states of each model, for DULA and two DMALA step sizes (false-failure rate < 1e-5).
+    let n = 200_000;
+    let samplers = [DlpSampler::dula(0.2).unwrap(), DlpSampler::dmala(0.4).unwrap(), DlpSampler::dmala(1.5).unwrap()];
+    for (mi, (name, m)) in dlp_potts_models().into_iter().enumerate() {
+        let (d, k) = (m.d(), dlp_core::Target::space(&m).k() as u32);
+        for (si, s) in samplers.iter().enumerate() {
+            for (xi, x) in [vec![0; d], (0..d as u32).map(|i| (i * 5 + 1) % k).collect()].iter().enumerate() {
+                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(&m, x, 0).unwrap().into_iter().collect();
+                let (counts, info) = one_step(s, &m, x, n, 3000 + (mi * 10 + si * 2 + xi) as u64);
+                let (stat, df) = chi2(&counts, &row, n as u64);
+                assert!(stat < chi2_limit(df), "{} {name} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
+                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
+                let expect: u64 =
+                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
+                assert_eq!(moved, expect, "{} {name}: records count the coordinates moved", s.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn potts_dlp_chains_keep_f_and_positions_and_split_by_chain() {
+    // Over 1,100 steps (past one recomputation) the log densities equal the model's at the
+    // positions, and chains run together equal chains run alone.
+    for (name, m) in dlp_potts_models() {
+        let (d, k) = (m.d(), dlp_core::Target::space(&m).k());
+        let p = DlpProposal::new(0.5, None).unwrap();
+        assert!(dlp_fast_path(&p, true, &m, &vec![0; d]).unwrap().is_some(), "{name} takes the fast path");
+        assert!(dlp_fast_path(&p, true, &Generic(&m), &vec![0; d]).unwrap().is_none(), "{name}");
+        for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
+            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 3) % k) as u32).collect();
+            let mut c = s.start(&m, &x0).unwrap();
+            let mut rngs = chain_rngs(4, 0, 3);
+            let mut info = vec![StepInfo::default(); 3];
+            for t in 0..1100 {
+                c.step(&mut rngs, &mut info);
+                if t % 50 == 0 || t > 1020 {
+                    let f = c.log_densities().unwrap().to_vec();
+                    for (j, y) in c.positions().chunks(d).enumerate() {
+                        let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
+                        assert!((f[j] - want).abs() < 1e-9, "{name} {} step {t}: f {} vs {want}", s.name(), f[j]);
+                    }
+                }
+            }
+            for j in 0..3 {
+                let mut alone = s.start(&m, &x0[j * d..(j + 1) * d]).unwrap();
+                let mut r = chain_rngs(4, j, 1);
+                let mut inf = vec![StepInfo::default(); 1];
+                for _ in 0..1100 {
+                    alone.step(&mut r, &mut inf);
+                }
+                assert_eq!(alone.positions(), &c.positions()[j * d..(j + 1) * d], "{name} {} chain {j}", s.name());
+            }
+        }
+    }
 }
