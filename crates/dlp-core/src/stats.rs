@@ -186,7 +186,9 @@ pub fn two_proportion_z(p1: f64, n1: f64, p2: f64, n2: f64) -> f64 {
 /// indices (its states are index arrays there), which is what this computes too — it is not
 /// the number of differing sites when K > 2.
 pub fn discs_distance(x: &[u32], reference: &[u32]) -> f64 {
-    x.iter().zip(reference).map(|(&a, &b)| a.abs_diff(b) as f64).sum()
+    // Summed as integers (exact, and the loop vectorises; an f64 sum is one serial chain of
+    // d additions, 17% of a DMALA step on DISCS's 50 × 50 Ising), then converted once.
+    x.iter().zip(reference).map(|(&a, &b)| a.abs_diff(b) as u64).sum::<u64>() as f64
 }
 
 /// DISCS's burn-in and kept lengths for `chain_length` steps and `ess_ratio` (its

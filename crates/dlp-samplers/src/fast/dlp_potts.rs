@@ -35,8 +35,8 @@ use dlp_core::capability::PottsView;
 use dlp_core::{Batch, ChainRng, Chains, DomainKind, EvalError, SamplerError, StepInfo, Target};
 use rand::{Rng, RngExt};
 
-/// Sites per block of the move scan (as in [`super::site_ising`]).
-const BLOCK: usize = 32;
+/// Sites per block of the move scan ([`super::block_hits`]).
+const BLOCK: usize = super::HIT_BLOCK;
 
 const LOW56: u64 = (1 << 56) - 1;
 
@@ -222,13 +222,13 @@ impl PottsDlpChains {
         self.moves.clear();
         let t8 = &self.t8[j * d..(j + 1) * d];
         for (b, (rb, tb)) in r8.chunks(BLOCK).zip(t8.chunks(BLOCK)).enumerate() {
-            // One vectorised pass decides whether the block has any move or tie.
-            if rb.iter().zip(tb).fold(0u8, |a, (&r, &t)| a | (r <= t) as u8) == 0 {
-                continue;
-            }
-            for (q, (&r, &t)) in rb.iter().zip(tb).enumerate() {
+            // One vectorised pass marks the block's moves and ties; only those are visited.
+            let mut hits = super::block_hits(rb, tb);
+            while hits != 0 {
+                let q = hits.trailing_zeros() as usize;
+                hits &= hits - 1;
                 let i = b * BLOCK + q;
-                if r < t || (r == t && (rng.next_u64() >> 8) < self.law[j * d + i].low) {
+                if rb[q] < tb[q] || (rng.next_u64() >> 8) < self.law[j * d + i].low {
                     let m = self.pick_class(j, i, rng.random::<f64>());
                     self.moves.push(m);
                 }

@@ -83,6 +83,23 @@ impl Threshold {
     }
 }
 
+/// Sites per block of [`block_hits`].
+pub const HIT_BLOCK: usize = 32;
+
+/// Bit q set iff `r[q] <= t[q]` (a random byte at or below its site's threshold byte: a flip,
+/// or a tie to settle with more bits), for a block of at most [`HIT_BLOCK`] sites. The
+/// byte-threshold kernels ([`site_ising`], [`dlp_potts`]) visit only these sites, in site
+/// order; the comparison loop has no branch, so it vectorises.
+#[inline]
+pub fn block_hits(r: &[u8], t: &[u8]) -> u32 {
+    debug_assert!(r.len() == t.len() && r.len() <= HIT_BLOCK);
+    let mut lanes = [0u8; HIT_BLOCK];
+    for ((l, &a), &b) in lanes.iter_mut().zip(r).zip(t) {
+        *l = (a <= b) as u8;
+    }
+    lanes.iter().enumerate().fold(0u32, |m, (q, &l)| m | (l as u32) << q)
+}
+
 /// A target that forwards the evaluation, the data terms and the conditionals but no other
 /// capability (in particular no parameter view and no cheap flips), so samplers take their
 /// generic path on it. Used to time and test the generic kernels against the fast ones.

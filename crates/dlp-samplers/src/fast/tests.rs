@@ -1187,3 +1187,17 @@ fn potts_dlp_chains_keep_f_and_positions_and_split_by_chain() {
         }
     }
 }
+
+#[test]
+fn block_hits_mark_exactly_the_bytes_at_or_below_their_thresholds() {
+    let mut rng = dlp_core::setup_rng(15);
+    for len in [0, 1, 7, 31, 32] {
+        for _ in 0..200 {
+            // Small alphabets make ties and both orders common.
+            let r: Vec<u8> = (0..len).map(|_| rand::RngExt::random_range(&mut rng, 0..4u8) * 85).collect();
+            let t: Vec<u8> = (0..len).map(|_| rand::RngExt::random_range(&mut rng, 0..4u8) * 85).collect();
+            let want = (0..len).filter(|&q| r[q] <= t[q]).fold(0u32, |m, q| m | 1 << q);
+            assert_eq!(block_hits(&r, &t), want, "r={r:?} t={t:?}");
+        }
+    }
+}
