@@ -30,6 +30,7 @@
 
 use super::Threshold;
 use super::gwg_ising::REFRESH;
+use super::gwg_potts::PottsGraph;
 use crate::proposal::mh_accept;
 use dlp_core::capability::PottsView;
 use dlp_core::{Batch, ChainRng, Chains, DomainKind, EvalError, SamplerError, StepInfo, Target};
@@ -66,10 +67,7 @@ pub struct PottsDlpChains {
     beta: f64,
     /// The categorical distance penalty 1/α (= 2·half_inv_step).
     pen: f64,
-    offsets: Vec<usize>,
-    nbrs: Vec<u32>,
-    weights: Vec<f64>,
-    fields: Vec<f64>,
+    graph: PottsGraph,
     /// Per chain: classes, G (n × d × K), f, steps since the last recomputation.
     c: Vec<u32>,
     g: Vec<f64>,
@@ -109,10 +107,7 @@ impl PottsDlpChains {
             mh,
             beta,
             pen: 2.0 * half_inv_step,
-            offsets: m.offsets.to_vec(),
-            nbrs: m.neighbours.to_vec(),
-            weights: m.weights.to_vec(),
-            fields: m.fields.to_vec(),
+            graph: PottsGraph::new(m),
             c: x0.to_vec(),
             g: vec![0.0; n * d * k],
             f: vec![0.0; n],
@@ -135,18 +130,7 @@ impl PottsDlpChains {
     /// G, f, and every site's law of chain j from its state.
     fn rebuild(&mut self, j: usize) {
         let (d, k) = (self.d, self.k);
-        let mut f = 0.0;
-        for i in 0..d {
-            let gi = &mut self.g[(j * d + i) * k..(j * d + i + 1) * k];
-            gi.copy_from_slice(&self.fields[i * k..(i + 1) * k]);
-            for e in self.offsets[i]..self.offsets[i + 1] {
-                gi[self.c[j * d + self.nbrs[e] as usize] as usize] += self.weights[e];
-            }
-            // ℓ = Σ h_i[c_i] + ½ Σ_i Σ_{j~i} J_ij [c_i = c_j].
-            let ci = self.c[j * d + i] as usize;
-            let h = self.fields[i * k + ci];
-            f += h + 0.5 * (gi[ci] - h);
-        }
+        let f = self.graph.gradient(k, &self.c[j * d..(j + 1) * d], &mut self.g[j * d * k..(j + 1) * d * k]);
         self.f[j] = f;
         for i in 0..d {
             let law = self.site_law(j, i);
@@ -298,15 +282,12 @@ impl PottsDlpChains {
             let gi = (j * d + i) * k;
             df += self.g[gi + b] - self.g[gi + a];
             self.c[j * d + i] = b as u32;
-            for e in self.offsets[i]..self.offsets[i + 1] {
-                let nb = self.nbrs[e] as usize;
+            for q in 0..self.graph.neighbours(i).len() {
+                let nb = self.graph.neighbours(i)[q] as usize;
                 self.touch(nb);
-                let (ia, ib) = ((j * d + nb) * k + a, (j * d + nb) * k + b);
-                self.undo.push((ia, self.g[ia]));
-                self.undo.push((ib, self.g[ib]));
-                self.g[ia] -= self.weights[e];
-                self.g[ib] += self.weights[e];
             }
+            let base = j * d * k;
+            self.graph.shift_neighbours(k, &mut self.g[base..base + d * k], base, (i, a, b), &mut self.undo);
         }
         let mut lq = 0.0;
         for q in 0..self.touched.len() {

@@ -47,15 +47,75 @@ fn shift_of(m: &PottsView<'_>) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// A Potts model's couplings and fields as the per-chain one-hot-gradient kernels keep them
+/// (this one and [`super::dlp_potts`]): G of a state, and G's change when a site moves.
+pub(crate) struct PottsGraph {
+    offsets: Vec<usize>,
+    nbrs: Vec<u32>,
+    weights: Vec<f64>,
+    fields: Vec<f64>,
+}
+
+impl PottsGraph {
+    pub(crate) fn new(m: &PottsView<'_>) -> Self {
+        PottsGraph {
+            offsets: m.offsets.to_vec(),
+            nbrs: m.neighbours.to_vec(),
+            weights: m.weights.to_vec(),
+            fields: m.fields.to_vec(),
+        }
+    }
+
+    /// The neighbours of site i.
+    pub(crate) fn neighbours(&self, i: usize) -> &[u32] {
+        &self.nbrs[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    /// G (d × `k`) of the classes `c` into `g`; returns ℓ(c).
+    pub(crate) fn gradient(&self, k: usize, c: &[u32], g: &mut [f64]) -> f64 {
+        let mut f = 0.0;
+        for (i, &ci) in c.iter().enumerate() {
+            let gi = &mut g[i * k..(i + 1) * k];
+            gi.copy_from_slice(&self.fields[i * k..(i + 1) * k]);
+            for e in self.offsets[i]..self.offsets[i + 1] {
+                gi[c[self.nbrs[e] as usize] as usize] += self.weights[e];
+            }
+            // ℓ = Σ h_i[c_i] + ½ Σ_i Σ_{j~i} J_ij [c_i = c_j].
+            let h = self.fields[i * k + ci as usize];
+            f += h + 0.5 * (gi[ci as usize] - h);
+        }
+        f
+    }
+
+    /// Site i moving from class a to b moves G_j[a] by −J_ij and G_j[b] by +J_ij for its
+    /// neighbours j; `g` is one chain's G (d × `k`), whose entries start at flat index `base`
+    /// of the chains' array, and the changed entries' old values go to `undo` under those flat
+    /// indices.
+    pub(crate) fn shift_neighbours(
+        &self,
+        k: usize,
+        g: &mut [f64],
+        base: usize,
+        (i, a, b): (usize, usize, usize),
+        undo: &mut Vec<(usize, f64)>,
+    ) {
+        for e in self.offsets[i]..self.offsets[i + 1] {
+            let nb = self.nbrs[e] as usize;
+            let (ia, ib) = (nb * k + a, nb * k + b);
+            undo.push((base + ia, g[ia]));
+            undo.push((base + ib, g[ib]));
+            g[ia] -= self.weights[e];
+            g[ib] += self.weights[e];
+        }
+    }
+}
+
 /// GWG-1 chains on a Potts view with per-chain one-hot gradients and move-weight sum trees.
 pub struct GwgPottsChains {
     n: usize,
     d: usize,
     k: usize,
-    offsets: Vec<usize>,
-    nbrs: Vec<u32>,
-    weights: Vec<f64>,
-    fields: Vec<f64>,
+    graph: PottsGraph,
     shift: f64,
     c: Vec<u32>,
     /// G, n × d × K.
@@ -80,10 +140,7 @@ impl GwgPottsChains {
             n,
             d,
             k,
-            offsets: m.offsets.to_vec(),
-            nbrs: m.neighbours.to_vec(),
-            weights: m.weights.to_vec(),
-            fields: m.fields.to_vec(),
+            graph: PottsGraph::new(m),
             shift: shift_of(m),
             c: x0.to_vec(),
             g: vec![0.0; n * d * k],
@@ -101,18 +158,7 @@ impl GwgPottsChains {
     /// G, f and the whole tree of chain j from its state.
     fn rebuild(&mut self, j: usize) {
         let (d, k) = (self.d, self.k);
-        let mut f = 0.0;
-        for i in 0..d {
-            let gi = &mut self.g[(j * d + i) * k..(j * d + i + 1) * k];
-            gi.copy_from_slice(&self.fields[i * k..(i + 1) * k]);
-            for e in self.offsets[i]..self.offsets[i + 1] {
-                gi[self.c[j * d + self.nbrs[e] as usize] as usize] += self.weights[e];
-            }
-            // ℓ = Σ h_i[c_i] + ½ Σ_i Σ_{j~i} J_ij [c_i = c_j].
-            let ci = self.c[j * d + i] as usize;
-            let h = self.fields[i * k + ci];
-            f += h + 0.5 * (gi[ci] - h);
-        }
+        let f = self.graph.gradient(k, &self.c[j * d..(j + 1) * d], &mut self.g[j * d * k..(j + 1) * d * k]);
         self.f[j] = f;
         for i in 0..d {
             for v in 0..k {
@@ -138,6 +184,15 @@ impl GwgPottsChains {
         (self.logit(j, i, v) - self.shift).exp()
     }
 
+    /// Refreshes the leaves of site i and its neighbours.
+    fn refresh_around(&mut self, j: usize, i: usize) {
+        self.refresh_site(j, i);
+        for q in 0..self.graph.neighbours(i).len() {
+            let nb = self.graph.neighbours(i)[q] as usize;
+            self.refresh_site(j, nb);
+        }
+    }
+
     fn refresh_site(&mut self, j: usize, i: usize) {
         for v in 0..self.k {
             let w = self.weight(j, i, v);
@@ -158,18 +213,9 @@ impl GwgPottsChains {
         let df = self.g[(j * d + i) * k + b] - self.g[(j * d + i) * k + a];
         self.c[j * d + i] = b as u32;
         self.undo.clear();
-        for e in self.offsets[i]..self.offsets[i + 1] {
-            let nb = self.nbrs[e] as usize;
-            let (ia, ib) = ((j * d + nb) * k + a, (j * d + nb) * k + b);
-            self.undo.push((ia, self.g[ia]));
-            self.undo.push((ib, self.g[ib]));
-            self.g[ia] -= self.weights[e];
-            self.g[ib] += self.weights[e];
-        }
-        self.refresh_site(j, i);
-        for e in self.offsets[i]..self.offsets[i + 1] {
-            self.refresh_site(j, self.nbrs[e] as usize);
-        }
+        let base = j * d * k;
+        self.graph.shift_neighbours(k, &mut self.g[base..base + d * k], base, (i, a, b), &mut self.undo);
+        self.refresh_around(j, i);
         df
     }
 
@@ -195,10 +241,7 @@ impl GwgPottsChains {
         for &(idx, v) in self.undo.iter().rev() {
             self.g[idx] = v;
         }
-        self.refresh_site(j, i);
-        for e in self.offsets[i]..self.offsets[i + 1] {
-            self.refresh_site(j, self.nbrs[e] as usize);
-        }
+        self.refresh_around(j, i);
     }
 
     /// GWG's log acceptance ratio of move m from chain j's state, without moving it (tests).

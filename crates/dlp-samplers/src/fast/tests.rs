@@ -174,6 +174,19 @@ fn one_step(
     (counts, info)
 }
 
+/// χ² of `n` one-step transitions of `s`'s fast path from `x` (streams of `seed`) against the
+/// generic kernel's exact row (false-failure rate < 1e-5 per call), and honest records: the
+/// changed coordinates add up to the Hamming distance moved.
+fn one_step_row_matches(s: &DlpSampler, m: &dyn dlp_core::Target, x: &[u32], n: usize, seed: u64, what: &str) {
+    let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).unwrap().into_iter().collect();
+    let (counts, info) = one_step(s, m, x, n, seed);
+    let (stat, df) = chi2(&counts, &row, n as u64);
+    assert!(stat < chi2_limit(df), "{} {what} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
+    let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
+    let expect: u64 = counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
+    assert_eq!(moved, expect, "{} {what}: records count the coordinates moved", s.name());
+}
+
 #[test]
 fn one_step_rows_match_the_generic_exact_rows() {
     let n = 200_000;
@@ -187,15 +200,7 @@ fn one_step_rows_match_the_generic_exact_rows() {
         let d = m.d();
         for (si, s) in samplers.iter().enumerate() {
             for (xi, x) in [vec![1; d], state_of(0b1_0110_0101 & ((1 << d) - 1), d)].iter().enumerate() {
-                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(m, x, 0).unwrap().into_iter().collect();
-                let (counts, info) = one_step(s, m, x, n, 1000 + (mi * 10 + si * 2 + xi) as u64);
-                let (stat, df) = chi2(&counts, &row, n as u64);
-                assert!(stat < chi2_limit(df), "{} model {mi} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
-                // Records are honest: changed coordinates are the Hamming distance moved.
-                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
-                let expect: u64 =
-                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
-                assert_eq!(moved, expect);
+                one_step_row_matches(s, m, x, n, 1000 + (mi * 10 + si * 2 + xi) as u64, &format!("model {mi}"));
             }
         }
     }
@@ -1011,14 +1016,7 @@ fn site_table_one_step_rows_match_the_generic_exact_rows() {
         let d = m.d();
         for (si, s) in samplers.iter().enumerate() {
             for (xi, x) in [vec![1; d], state_of(0b1_0110_0101 & ((1 << d) - 1), d)].iter().enumerate() {
-                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(&m, x, 0).unwrap().into_iter().collect();
-                let (counts, info) = one_step(s, &m, x, n, 2000 + (mi * 10 + si * 2 + xi) as u64);
-                let (stat, df) = chi2(&counts, &row, n as u64);
-                assert!(stat < chi2_limit(df), "{} {name} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
-                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
-                let expect: u64 =
-                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
-                assert_eq!(moved, expect, "{} {name}: records count the coordinates moved", s.name());
+                one_step_row_matches(s, &m, x, n, 2000 + (mi * 10 + si * 2 + xi) as u64, name);
             }
         }
     }
@@ -1026,34 +1024,39 @@ fn site_table_one_step_rows_match_the_generic_exact_rows() {
 
 #[test]
 fn site_table_chains_keep_f_and_positions_and_split_by_chain() {
-    // Over 1,100 steps (past one recomputation of the cached f) the log densities equal the
-    // model's at the positions, and chains run together equal chains run alone.
     for (name, m) in site_models() {
-        let d = m.d();
-        for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
-            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 3) % 5 < 2) as u32).collect();
-            let mut c = s.start(&m, &x0).unwrap();
-            let mut rngs = chain_rngs(3, 0, 3);
-            let mut info = vec![StepInfo::default(); 3];
-            for t in 0..1100 {
-                c.step(&mut rngs, &mut info);
-                if t % 50 == 0 || t > 1020 {
-                    let f = c.log_densities().unwrap().to_vec();
-                    for (j, y) in c.positions().chunks(d).enumerate() {
-                        let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
-                        assert!((f[j] - want).abs() < 1e-9, "{name} {} step {t}: f {} vs {want}", s.name(), f[j]);
-                    }
+        let x0: Vec<u32> = (0..3 * m.d()).map(|i| ((i * 7 + 3) % 5 < 2) as u32).collect();
+        keeps_f_and_splits_by_chain(name, &m, &x0, 3);
+    }
+}
+
+/// Over 1,100 steps of DULA and DMALA from the three chains `x0` (past one recomputation of
+/// the cached f) the log densities equal the model's at the positions, and chains run together
+/// equal chains run alone (streams of `seed`).
+fn keeps_f_and_splits_by_chain(name: &str, m: &dyn dlp_core::Target, x0: &[u32], seed: u64) {
+    let d = m.space().d;
+    for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
+        let mut c = s.start(m, x0).unwrap();
+        let mut rngs = chain_rngs(seed, 0, 3);
+        let mut info = vec![StepInfo::default(); 3];
+        for t in 0..1100 {
+            c.step(&mut rngs, &mut info);
+            if t % 50 == 0 || t > 1020 {
+                let f = c.log_densities().unwrap().to_vec();
+                for (j, y) in c.positions().chunks(d).enumerate() {
+                    let want = dlp_core::TargetExt::log_density(m, y).unwrap();
+                    assert!((f[j] - want).abs() < 1e-9, "{name} {} step {t}: f {} vs {want}", s.name(), f[j]);
                 }
             }
-            for j in 0..3 {
-                let mut alone = s.start(&m, &x0[j * d..(j + 1) * d]).unwrap();
-                let mut r = chain_rngs(3, j, 1);
-                let mut inf = vec![StepInfo::default(); 1];
-                for _ in 0..1100 {
-                    alone.step(&mut r, &mut inf);
-                }
-                assert_eq!(alone.positions(), &c.positions()[j * d..(j + 1) * d], "{name} {} chain {j}", s.name());
+        }
+        for j in 0..3 {
+            let mut alone = s.start(m, &x0[j * d..(j + 1) * d]).unwrap();
+            let mut r = chain_rngs(seed, j, 1);
+            let mut inf = vec![StepInfo::default(); 1];
+            for _ in 0..1100 {
+                alone.step(&mut r, &mut inf);
             }
+            assert_eq!(alone.positions(), &c.positions()[j * d..(j + 1) * d], "{name} {} chain {j}", s.name());
         }
     }
 }
@@ -1138,14 +1141,7 @@ fn potts_dlp_one_step_rows_match_the_generic_exact_rows() {
         let (d, k) = (m.d(), dlp_core::Target::space(&m).k() as u32);
         for (si, s) in samplers.iter().enumerate() {
             for (xi, x) in [vec![0; d], (0..d as u32).map(|i| (i * 5 + 1) % k).collect()].iter().enumerate() {
-                let row: BTreeMap<Vec<u32>, f64> = s.transition_row(&m, x, 0).unwrap().into_iter().collect();
-                let (counts, info) = one_step(s, &m, x, n, 3000 + (mi * 10 + si * 2 + xi) as u64);
-                let (stat, df) = chi2(&counts, &row, n as u64);
-                assert!(stat < chi2_limit(df), "{} {name} x={x:?}: χ² = {stat:.1} on {df} df", s.name());
-                let moved: u64 = info.iter().map(|i| i.n_changed as u64).sum();
-                let expect: u64 =
-                    counts.iter().map(|(y, c)| c * y.iter().zip(x).filter(|(a, b)| a != b).count() as u64).sum();
-                assert_eq!(moved, expect, "{} {name}: records count the coordinates moved", s.name());
+                one_step_row_matches(s, &m, x, n, 3000 + (mi * 10 + si * 2 + xi) as u64, name);
             }
         }
     }
@@ -1153,38 +1149,13 @@ fn potts_dlp_one_step_rows_match_the_generic_exact_rows() {
 
 #[test]
 fn potts_dlp_chains_keep_f_and_positions_and_split_by_chain() {
-    // Over 1,100 steps (past one recomputation) the log densities equal the model's at the
-    // positions, and chains run together equal chains run alone.
     for (name, m) in dlp_potts_models() {
         let (d, k) = (m.d(), dlp_core::Target::space(&m).k());
         let p = DlpProposal::new(0.5, None).unwrap();
         assert!(dlp_fast_path(&p, true, &m, &vec![0; d]).unwrap().is_some(), "{name} takes the fast path");
         assert!(dlp_fast_path(&p, true, &Generic(&m), &vec![0; d]).unwrap().is_none(), "{name}");
-        for s in [DlpSampler::dula(0.3).unwrap(), DlpSampler::dmala(0.6).unwrap()] {
-            let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 3) % k) as u32).collect();
-            let mut c = s.start(&m, &x0).unwrap();
-            let mut rngs = chain_rngs(4, 0, 3);
-            let mut info = vec![StepInfo::default(); 3];
-            for t in 0..1100 {
-                c.step(&mut rngs, &mut info);
-                if t % 50 == 0 || t > 1020 {
-                    let f = c.log_densities().unwrap().to_vec();
-                    for (j, y) in c.positions().chunks(d).enumerate() {
-                        let want = dlp_core::TargetExt::log_density(&m, y).unwrap();
-                        assert!((f[j] - want).abs() < 1e-9, "{name} {} step {t}: f {} vs {want}", s.name(), f[j]);
-                    }
-                }
-            }
-            for j in 0..3 {
-                let mut alone = s.start(&m, &x0[j * d..(j + 1) * d]).unwrap();
-                let mut r = chain_rngs(4, j, 1);
-                let mut inf = vec![StepInfo::default(); 1];
-                for _ in 0..1100 {
-                    alone.step(&mut r, &mut inf);
-                }
-                assert_eq!(alone.positions(), &c.positions()[j * d..(j + 1) * d], "{name} {} chain {j}", s.name());
-            }
-        }
+        let x0: Vec<u32> = (0..3 * d).map(|i| ((i * 7 + 3) % k) as u32).collect();
+        keeps_f_and_splits_by_chain(name, &m, &x0, 4);
     }
 }
 
