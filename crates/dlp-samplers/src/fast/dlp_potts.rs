@@ -174,9 +174,11 @@ impl PottsDlpChains {
             let law = self.law[j * d + i];
             let p_move = ((law.top as u64) << 56 | law.low) as f64 / 18_446_744_073_709_551_616.0;
             let ci = self.c[j * d + i] as usize;
-            let s: f64 = (0..k).filter(|&v| v != ci).map(|v| self.logit(j, i, v).exp()).sum();
+            let top = (0..k).filter(|&v| v != ci).map(|v| self.logit(j, i, v)).fold(0.0, f64::max);
+            let w = |v: usize| (self.logit(j, i, v) - top).exp();
+            let s: f64 = (0..k).filter(|&v| v != ci).map(w).sum();
             for v in 0..k {
-                out[i * k + v] = if v == ci { 1.0 - p_move } else { p_move * self.logit(j, i, v).exp() / s };
+                out[i * k + v] = if v == ci { 1.0 - p_move } else { p_move * w(v) / s };
             }
         }
         out
@@ -234,9 +236,11 @@ impl PottsDlpChains {
             ws.resize(self.k, 0.0);
             &mut ws
         };
+        // Weights relative to the largest positive logit, so that none overflows.
+        let top = (0..self.k).filter(|&v| v != ci).map(|v| self.logit(j, i, v)).fold(0.0, f64::max);
         let mut s = 0.0;
         for (v, wv) in weights.iter_mut().enumerate() {
-            *wv = if v == ci { 0.0 } else { self.logit(j, i, v).exp() };
+            *wv = if v == ci { 0.0 } else { (self.logit(j, i, v) - top).exp() };
             s += *wv;
         }
         let mut rest = u * s;

@@ -1067,6 +1067,14 @@ fn dlp_potts_models() -> Vec<(&'static str, dlp_models::PottsModel)> {
     let discs = dlp_models::discs::find("potts-small").unwrap().model().unwrap();
     let mut v = potts_models();
     v.push(("discs potts-small", discs.downcast_ref::<dlp_models::PottsModel>().unwrap().clone()));
+    // Fields far beyond exp's range (logits up to ~1,000): the kernel must scale before it
+    // exponentiates, as the generic logsumexp does.
+    let ring = dlp_models::couplings::Couplings::from_edges(4, &[(0, 1, 0.6), (1, 2, -0.4), (2, 3, 0.9)]).unwrap();
+    let h: Vec<f64> = (0..12).map(|i| [0.0, 2000.0, 2000.5][i % 3] - 30.0 * (i / 3) as f64).collect();
+    v.push((
+        "strong-field chain 4, K = 3",
+        dlp_models::PottsModel::new(dlp_core::Space::categorical(4, 3), ring, h).unwrap(),
+    ));
     v
 }
 
