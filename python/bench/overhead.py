@@ -5,8 +5,9 @@ runner; so that the machine's other load touches every row alike):
 
 1. dlp_mcmc.sample against `dlp sample` on the same run: the 5×5 periodic Ising lattice
    (σ = 0.1, bias 0.2: coupling 2σ per pair in the model file), 32 chains, --steps DMALA steps
-   at α = 0.4, seed --seed; both sides alternately, --repeats times; the medians and their
-   ratio, and whether the final states are identical.
+   at α = 0.4, seed --seed; both sides alternately (the order flipped every repeat), --repeats
+   times; the medians and their ratio, the median of the per-pair ratios with a
+   distribution-free 95% interval, and whether the final states are identical.
 2. Per DMALA step (µs), at each of --chains (default 32 and 1,024): the same Ising lattice
    (α = 0.4) and a 784×500 binary RBM (W ~ N(0, 0.05), biases ~ N(0, 1), drawn from --seed:
    the peer benchmark's random RBM; α = 0.2), each as the package's built-in model, a numpy
@@ -38,6 +39,7 @@ import argparse  # noqa: E402
 import csv  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -225,13 +227,24 @@ def cli_vs_python(exe: str, path: Path, tmp: Path, steps: int, repeats: int, see
                 "--chains", str(chains), "--steps", str(steps), "--seed", str(seed), "--quiet", "--threads", "1",
                 "--out", str(tmp / "final.csv")]
     cli_t, py_t = [], []
-    for r in range(repeats):
-        log(f"CLI vs package: repeat {r + 1}/{repeats}")
-        cli_t.append(timed(subprocess.run, cli_args, check=True))
+    run = None
+
+    def package() -> float:
+        nonlocal run
         t0 = time.perf_counter()
         run = dlp_mcmc.sample(model, "dmala", step_size=step_size, chains=chains, steps=steps, seed=seed, threads=1,
                               progress=False)
-        py_t.append(time.perf_counter() - t0)
+        return time.perf_counter() - t0
+
+    for r in range(repeats):
+        log(f"CLI vs package: repeat {r + 1}/{repeats}")
+        # Pairs in turn, the order flipped every repeat, so neither side always runs first.
+        if r % 2 == 0:
+            cli_t.append(timed(subprocess.run, cli_args, check=True))
+            py_t.append(package())
+        else:
+            py_t.append(package())
+            cli_t.append(timed(subprocess.run, cli_args, check=True))
     rows = [ln for ln in (tmp / "final.csv").read_text().splitlines() if ln and not ln.startswith("#")][1:]
     cli_final = np.array([[int(v) for v in ln.split(",")] for ln in rows], dtype=np.int64)
     same = bool(cli_final.shape == run.final.shape and np.array_equal(cli_final, run.final))
@@ -239,7 +252,23 @@ def cli_vs_python(exe: str, path: Path, tmp: Path, steps: int, repeats: int, see
             "chains": chains, "steps": steps, "threads": 1, "repeats": repeats,
             "cli_seconds": cli_t, "python_seconds": py_t, "cli_median_s": statistics.median(cli_t),
             "python_median_s": statistics.median(py_t),
-            "python_over_cli": statistics.median(py_t) / statistics.median(cli_t), "same_final_states": same}
+            "python_over_cli": statistics.median(py_t) / statistics.median(cli_t), "same_final_states": same,
+            **paired_ratio([p / c for p, c in zip(py_t, cli_t)])}
+
+
+def paired_ratio(ratios: list) -> dict:
+    """The median of the per-pair ratios package / CLI (pairing cancels the machine's drift
+    between repeats) and a distribution-free 95% interval for it: the order statistics
+    r_(k), r_(n+1-k) with k the largest such that P(Binomial(n, 1/2) < k) <= 0.025 (none below
+    6 pairs)."""
+    r, n = sorted(ratios), len(ratios)
+    k = 0
+    while sum(math.comb(n, i) for i in range(k + 1)) / 2**n <= 0.025:
+        k += 1
+    out = {"paired_ratio_median": statistics.median(r), "pairs": n}
+    if k >= 1:
+        out["paired_ratio_ci95"] = [r[k - 1], r[n - k]]
+    return out
 
 
 def versions() -> dict:
@@ -353,6 +382,9 @@ def main() -> int:
         print(f"dlp sample (CLI): median {cli['cli_median_s']:.3f} s; dlp_mcmc.sample: median "
               f"{cli['python_median_s']:.3f} s; package / CLI = {cli['python_over_cli']:.3f}; identical final "
               f"states: {cli['same_final_states']}")
+        ci = cli.get("paired_ratio_ci95")
+        print(f"paired package / CLI over {cli['pairs']} pairs: median {cli['paired_ratio_median']:.3f}"
+              + (f", 95% interval [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no interval below 6 pairs)"))
     print()
     print("| model | chains | " + " | ".join(IMPLS) + " |")
     print("|---|---:|" + "---:|" * len(IMPLS))
