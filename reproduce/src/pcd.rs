@@ -5,6 +5,7 @@ use crate::plot::{Figure, Panel, Series};
 use crate::{Run, SamplerSpec};
 use anyhow::Result;
 use dlp_learn::pcd::{PcdConfig, PcdRecord, learn_pcd};
+use serde_json::Value;
 
 /// The training problem shared by every run: data rows of `d` spins (bits), the true
 /// couplings and the PCD settings besides K.
@@ -17,6 +18,9 @@ pub struct Problem<'a> {
     pub j_true: &'a [f64],
     /// PCD settings; `k` is replaced per run.
     pub base: PcdConfig,
+    /// What determines the data and the shared settings (with the seed), for the runs' cells:
+    /// `--resume` reads a finished (sampler, K) run back only when this matches.
+    pub identity: Value,
 }
 
 /// One learning run: the sampler, its steps per iteration K and the records.
@@ -37,18 +41,30 @@ impl LearnRun {
 }
 
 /// Runs PCD with `spec` at K = `k` on `problem` and appends it to `runs`, unless that
-/// (sampler, K) is there already (panels a/b and c share runs).
+/// (sampler, K) is there already (panels a/b and c share runs). Each run is a cell of `run`
+/// (`cells/<sampler>_<step>_k<K>.json`), so `--resume` continues a long run from the
+/// (sampler, K) runs it finished.
 pub fn learn(run: &Run, problem: &Problem<'_>, spec: &SamplerSpec, k: usize, runs: &mut Vec<LearnRun>) -> Result<()> {
     if runs.iter().any(|r| &r.sampler == spec && r.k == k) {
         return Ok(());
     }
     let sampler = spec.build()?;
     let cfg = PcdConfig { k, ..problem.base.clone() };
-    let bar = run.progress(cfg.iters as u64, &format!("{} K={k}", spec.name));
-    let (records, _) = learn_pcd(sampler.as_ref(), problem.data, problem.d, problem.j_true, &cfg, run.seed(), |r| {
-        bar.set_position(r.iter as u64)
+    let mut identity = problem.identity.clone();
+    identity["seed"] = run.seed().into();
+    identity["sampler"] = spec.name.clone().into();
+    identity["step_size"] = spec.step_size.into();
+    identity["k"] = k.into();
+    let key = format!("{}_{}_k{k}", spec.name, spec.step_size.map_or("default".into(), |a| a.to_string()));
+    let records = run.cell(&key, &identity, || {
+        let bar = run.progress(cfg.iters as u64, &format!("{} K={k}", spec.name));
+        let (records, _) =
+            learn_pcd(sampler.as_ref(), problem.data, problem.d, problem.j_true, &cfg, run.seed(), |r| {
+                bar.set_position(r.iter as u64)
+            })?;
+        bar.finish_and_clear();
+        Ok(records)
     })?;
-    bar.finish_and_clear();
     let r = LearnRun { sampler: spec.clone(), k, records };
     let last = r.last();
     println!(

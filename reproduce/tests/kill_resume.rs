@@ -1,11 +1,11 @@
-//! Kill-and-resume tests: every resumable run (`table2 --resume`, `table4 --resume`, `table1
-//! --resume`'s training checkpoints, `train-mlm --resume` and a local `dlp-sweep run`) is run
-//! once uninterrupted, then again in the same directory under SIGKILL (to its whole process
-//! group): first inside a seeded checkpoint write, then at a seeded time during the work, and
-//! (the runs of a second or less) once more inside a write and at a time; after each kill the
-//! same command is rerun, and the final files must equal the uninterrupted run's byte for
-//! byte, apart from the fields each test names (wall-clock times and the count of what a
-//! resumed process read back).
+//! Kill-and-resume tests: every resumable run (`table2 --resume`, `table4 --resume`, `fig5
+//! --resume`, `table1 --resume`'s training checkpoints, `train-mlm --resume` and a local
+//! `dlp-sweep run`) is run once uninterrupted, then again in the same directory under SIGKILL
+//! (to its whole process group): first inside a seeded checkpoint write, then at a seeded time
+//! during the work, and (the runs of a second or less) once more inside a write and at a time;
+//! after each kill the same command is rerun, and the final files must equal the uninterrupted
+//! run's byte for byte, apart from the fields each test names (wall-clock times and the count
+//! of what a resumed process read back).
 //!
 //! How a kill lands inside a write: `dlp_core::io::atomic_write`'s test hook
 //! ([`dlp_core::io::STALL_WRITE_ENV`]) makes the N-th matching write of a process write half
@@ -360,6 +360,40 @@ fn table2_killed_and_resumed_equals_the_uninterrupted_run() {
 #[test]
 fn table4_killed_and_resumed_equals_the_uninterrupted_run() {
     bnn_table(env!("CARGO_BIN_EXE_table4"), 0x7AB4);
+}
+
+/// fig5: panels a/b with two samplers, one cell per (sampler, K) run; the records carry the
+/// run's wall time (`seconds`, `sampler_seconds`, in curves.csv and summary.json), and panel b's
+/// axis is that time, so the figure is left out.
+#[test]
+fn fig5_killed_and_resumed_equals_the_uninterrupted_run() {
+    let root = tempfile::tempdir().unwrap();
+    let keys = [&META_KEYS[..], &["seconds", "sampler_seconds", "data_seconds"]].concat();
+    let job = Job {
+        program: env!("CARGO_BIN_EXE_fig5"),
+        args: args(&[
+            "--quick",
+            "--seed",
+            "3",
+            "--skip-c",
+            "--samplers",
+            "gwg,dmala@0.2",
+            "--resume",
+            "--out",
+            "{dir}",
+        ]),
+        dir: root.path().join("run"),
+        stall_match: "/cells/",
+        stall_writes: 1..=2,
+        more_cycles: true,
+        seed: 0x7AB5,
+        json_keys: &keys,
+        csv_columns: &["seconds", "sampler_seconds"],
+        csv_rows: &[],
+        skip: &["fig5.svg", "fig5.png"],
+    };
+    let kills = check(&job);
+    assert!(kills.in_write >= 1 && kills.timed >= 1, "{kills:?}");
 }
 
 /// table1: one (data set, sampler) cell of 4 iterations, validated and checkpointed every 2

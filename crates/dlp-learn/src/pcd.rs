@@ -197,7 +197,7 @@ impl Default for PcdConfig {
 }
 
 /// One point of a learning curve.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PcdRecord {
     /// Iterations done.
     pub iter: usize,

@@ -6,7 +6,8 @@
 //!
 //! Config → data by single-site systematic-scan Gibbs (`dlp_learn::pcd::lattice_gibbs_data`)
 //! → `dlp_learn::pcd::learn_pcd` per (sampler, K) (`dlp_reproduce::pcd::learn`) →
-//! `results/fig5/{curves.csv, final_vs_k.csv, summary.json, fig5.{svg,png}, meta.json}`.
+//! `results/fig5/{curves.csv, final_vs_k.csv, summary.json, fig5.{svg,png}, meta.json, cells/}`
+//! (`--resume` continues from `cells/`).
 //!
 //! The paper's scale (10,000 iterations of 100 steps on 256 chains of a dense 625-site model,
 //! for 4 samplers plus 3 samplers × 5 values of K) is hours of CPU on 2 cores; the default
@@ -28,6 +29,8 @@ const DEFAULT_ITERS: usize = 500;
 const DEFAULT_LATTICE: usize = 10;
 const DEFAULT_K: usize = 100;
 const DEFAULT_KS: &str = "5,10,25,50,100";
+/// Standard deviation of the initial couplings.
+const INIT_STD: f64 = 0.01;
 
 /// Fig. 5: PCD learning of a lattice Ising model's couplings.
 #[derive(Parser, Debug)]
@@ -84,6 +87,10 @@ struct Args {
     /// Skip panel c.
     #[arg(long)]
     skip_c: bool,
+    /// Continue an interrupted run in the same --out: the (sampler, K) runs it finished
+    /// (`cells/`) are read back, the rest run; the files equal an uninterrupted run's.
+    #[arg(long)]
+    resume: bool,
 }
 
 fn main() {
@@ -118,7 +125,8 @@ fn run(args: Args) -> Result<()> {
     for s in samplers.iter().chain(&k_samplers) {
         s.build()?;
     }
-    let run = Run::start("fig5", &args.common)?;
+    let mut run = Run::start("fig5", &args.common)?;
+    run.resume = args.resume;
     let d = l * l;
     println!(
         "fig5: {l}x{l} lattice (D = {d}), σ_c = {}, {n_data} samples × {data_steps} Gibbs steps; PCD {iters} iterations, K = {k}, batch {batch}, buffer {buffer}",
@@ -134,8 +142,10 @@ fn run(args: Args) -> Result<()> {
             / n_data as f64;
     println!("data generated in {data_seconds:.1}s (mean |magnetisation| {mag:.3})");
 
-    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: 0.01, record_every };
-    let problem = Problem { data: &data, d, j_true: &j_true, base };
+    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: INIT_STD, record_every };
+    let identity = json!({"lattice": l, "sigma": args.sigma, "data_samples": n_data, "data_steps": data_steps,
+        "iters": iters, "batch": batch, "buffer": buffer, "lr": args.lr, "l1": args.l1, "init_std": INIT_STD, "record_every": record_every});
+    let problem = Problem { data: &data, d, j_true: &j_true, base, identity };
     let mut runs = Vec::new();
     for s in &samplers {
         learn(&run, &problem, s, k, &mut runs)?;
