@@ -25,15 +25,15 @@
 //!
 //! `StepInfo` is the generic path's (a proposal that moves counts one density and one gradient
 //! evaluation; one that stays is not evaluated and draws no MH uniform). G, f, log Z and the
-//! thresholds of a chain are recomputed from its state every [`super::gwg_ising::REFRESH`]
+//! thresholds of a chain are recomputed from its state every [`super::REFRESH`]
 //! steps, so the ± J updates of G leave no drift.
 
+use super::RefreshClock;
 use super::Threshold;
-use super::gwg_ising::REFRESH;
 use super::gwg_potts::PottsGraph;
 use crate::proposal::mh_accept;
 use dlp_core::capability::PottsView;
-use dlp_core::{Batch, ChainRng, Chains, DomainKind, EvalError, SamplerError, StepInfo, Target};
+use dlp_core::{ChainRng, DomainKind, SamplerError, StepInfo, Target};
 use rand::{Rng, RngExt};
 
 /// Sites per block of the move scan ([`super::block_hits`]).
@@ -72,7 +72,7 @@ pub struct PottsDlpChains {
     c: Vec<u32>,
     g: Vec<f64>,
     f: Vec<f64>,
-    since_refresh: Vec<u32>,
+    refresh: RefreshClock,
     /// Per chain and site: log Z_i, and the threshold's top byte apart for the vectorised scan.
     law: Vec<SiteLaw>,
     t8: Vec<u8>,
@@ -111,7 +111,7 @@ impl PottsDlpChains {
             c: x0.to_vec(),
             g: vec![0.0; n * d * k],
             f: vec![0.0; n],
-            since_refresh: vec![0; n],
+            refresh: RefreshClock::new(n),
             law: vec![SiteLaw::default(); n * d],
             t8: vec![0; n * d],
             rbuf: vec![0; d],
@@ -137,7 +137,6 @@ impl PottsDlpChains {
             self.law[j * d + i] = law;
             self.t8[j * d + i] = law.top;
         }
-        self.since_refresh[j] = 0;
     }
 
     /// ℓ_i[v] of chain j at its current state (the generic arithmetic, in its order).
@@ -339,31 +338,11 @@ impl PottsDlpChains {
             }
             StepInfo::evaluated(accepted, accept_prob, k)
         };
-        self.since_refresh[j] += 1;
-        if self.since_refresh[j] >= REFRESH {
+        if self.refresh.due(j) {
             self.rebuild(j);
         }
         info
     }
 }
 
-impl Chains for PottsDlpChains {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.c
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        for j in 0..self.n {
-            info[j] = self.step_chain(j, &mut rngs[j]);
-        }
-        Ok(())
-    }
-}
+super::chains_stepped_one_by_one!(PottsDlpChains, c);

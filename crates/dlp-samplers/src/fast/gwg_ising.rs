@@ -21,7 +21,7 @@
 //! 1e−12 and trajectory identity over many steps. Every internal node is recomputed as the sum
 //! of its children after a change, so the tree is a function of the leaves: no drift.
 //! The cached f is updated by the flip differences and recomputed from the fields every
-//! [`REFRESH`] steps.
+//! [`super::REFRESH`] steps.
 //!
 //! The same structure runs the path auxiliary samplers (`pas`, `pas-<R>`, and `alb`, whose
 //! exact √-balanced weights exp(½(f(x^(i)) − f(x))) are these λ_i on an Ising model) in
@@ -31,14 +31,12 @@
 //! [`crate::pas`]'s kernel: the same length uniform, R path uniforms and MH uniform in the
 //! same order, the same log Q (the shift c cancels from every w_i / S_r).
 
+use super::RefreshClock;
 use super::sum_tree::SumTrees;
 use crate::proposal::mh_accept;
 use dlp_core::capability::IsingView;
-use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
+use dlp_core::{ChainRng, SamplerError, StepInfo, Target};
 use rand::RngExt;
-
-/// Steps between exact recomputations of the cached f of each chain.
-pub const REFRESH: u32 = 1024;
 
 /// Largest bound c on |λ_i| for which the tree is used (weights stay ≥ e^{−2c}, far from
 /// underflow); models with larger fields run the generic kernel.
@@ -80,7 +78,7 @@ pub struct GwgIsingChains {
     h: Vec<f64>,
     tree: SumTrees,
     f: Vec<f64>,
-    since_refresh: Vec<u32>,
+    refresh: RefreshClock,
     /// Report steps as the locally balanced sampler does (d flip differences, no gradient).
     lb_records: bool,
     /// The path samplers' lengths and step records, when the chains run one ([`GwgIsingChains::path`]).
@@ -112,7 +110,7 @@ impl GwgIsingChains {
             h: vec![0.0; n * d],
             tree: SumTrees::new(n, d),
             f: vec![0.0; n],
-            since_refresh: vec![0; n],
+            refresh: RefreshClock::new(n),
             lb_records: false,
             path: None,
             draws: vec![0; k],
@@ -172,7 +170,6 @@ impl GwgIsingChains {
             self.tree.put(j, i, w);
         }
         self.tree.rebuild(j);
-        self.since_refresh[j] = 0;
     }
 
     /// λ_i of chain j.
@@ -293,11 +290,48 @@ impl GwgIsingChains {
         }
     }
 
-    /// Counts a step of chain j, recomputing its cached f, fields and tree every [`REFRESH`].
-    fn count_step(&mut self, j: usize) {
-        self.since_refresh[j] += 1;
-        if self.since_refresh[j] >= REFRESH {
+    /// One step of chain j, then its cached f, fields and tree recomputed if due
+    /// ([`super::REFRESH`]). GWG / `lb`: k draws (one uniform each), the union of flips
+    /// applied in place with the flip differences summed, the reverse draws' probabilities
+    /// from the updated tree, one MH uniform; a rejection restores the fields and leaves. Path
+    /// samplers: [`GwgIsingChains::path_step`].
+    fn step_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
+        let info = match self.path {
+            Some(moves) => self.path_step(j, &moves, rng),
+            None => self.flip_step(j, rng),
+        };
+        if self.refresh.due(j) {
             self.rebuild(j);
+        }
+        info
+    }
+
+    /// One GWG / `lb` step of chain j (see [`GwgIsingChains::step_chain`]).
+    fn flip_step(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
+        let mut draws = std::mem::take(&mut self.draws);
+        for m in draws.iter_mut() {
+            *m = self.draw(j, rng);
+        }
+        let (df, a) = self.propose(j, &draws);
+        let n_prop = self.flipped.len() as u32;
+        let (accepted, accept_prob) = mh_accept(a, rng);
+        if accepted {
+            self.f[j] += df;
+        } else {
+            self.undo(j);
+        }
+        self.draws = draws;
+        if self.lb_records {
+            StepInfo {
+                accepted,
+                accept_prob,
+                n_proposed: 1,
+                n_changed: accepted as u32,
+                density_evals: self.d as u32,
+                ..StepInfo::default()
+            }
+        } else {
+            StepInfo::evaluated(accepted, accept_prob, n_prop)
         }
     }
 
@@ -353,61 +387,7 @@ impl GwgIsingChains {
     }
 }
 
-impl Chains for GwgIsingChains {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    /// Per chain: k draws (one uniform each), the union of flips applied in place with the
-    /// flip differences summed, the reverse draws' probabilities from the updated tree, one
-    /// MH uniform; a rejection restores the fields and leaves it changed.
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        if let Some(moves) = self.path {
-            for j in 0..self.n {
-                info[j] = self.path_step(j, &moves, &mut rngs[j]);
-                self.count_step(j);
-            }
-            return Ok(());
-        }
-        for j in 0..self.n {
-            let mut draws = std::mem::take(&mut self.draws);
-            for m in draws.iter_mut() {
-                *m = self.draw(j, &mut rngs[j]);
-            }
-            let (df, a) = self.propose(j, &draws);
-            let n_prop = self.flipped.len() as u32;
-            let (accepted, accept_prob) = mh_accept(a, &mut rngs[j]);
-            if accepted {
-                self.f[j] += df;
-            } else {
-                self.undo(j);
-            }
-            self.count_step(j);
-            self.draws = draws;
-            info[j] = if self.lb_records {
-                StepInfo {
-                    accepted,
-                    accept_prob,
-                    n_proposed: 1,
-                    n_changed: accepted as u32,
-                    density_evals: self.d as u32,
-                    ..StepInfo::default()
-                }
-            } else {
-                StepInfo::evaluated(accepted, accept_prob, n_prop)
-            };
-        }
-        Ok(())
-    }
-}
+super::chains_stepped_one_by_one!(GwgIsingChains, x);
 
 /// A path sampler's lengths (`lo`, or `hi` with probability `theta`) and step records.
 #[derive(Clone, Copy, Debug)]

@@ -15,13 +15,13 @@
 //! acceptance ratios on every state of small models to 1e−12 and step-by-step identity of
 //! the chains. Only one draw per step (`gwg` = `gwg-1`: k > 1 is not defined on categorical
 //! models). f is updated by the move's exact difference and recomputed every
-//! [`super::gwg_ising::REFRESH`] steps.
+//! [`super::REFRESH`] steps.
 
-use super::gwg_ising::REFRESH;
+use super::RefreshClock;
 use super::sum_tree::SumTrees;
 use crate::proposal::mh_accept;
 use dlp_core::capability::PottsView;
-use dlp_core::{Batch, ChainRng, Chains, DomainKind, EvalError, SamplerError, StepInfo, Target};
+use dlp_core::{ChainRng, DomainKind, SamplerError, StepInfo, Target};
 use rand::RngExt;
 
 /// Largest logit bound c for which the tree is used (as for Ising).
@@ -122,7 +122,7 @@ pub struct GwgPottsChains {
     g: Vec<f64>,
     tree: SumTrees,
     f: Vec<f64>,
-    since_refresh: Vec<u32>,
+    refresh: RefreshClock,
     /// The G entries the last move changed, with their old values (restored exactly on a
     /// rejection, so a rejected move leaves no rounding behind).
     undo: Vec<(usize, f64)>,
@@ -146,7 +146,7 @@ impl GwgPottsChains {
             g: vec![0.0; n * d * k],
             tree: SumTrees::new(n, d * k),
             f: vec![0.0; n],
-            since_refresh: vec![0; n],
+            refresh: RefreshClock::new(n),
             undo: Vec::new(),
         };
         for j in 0..n {
@@ -167,7 +167,6 @@ impl GwgPottsChains {
             }
         }
         self.tree.rebuild(j);
-        self.since_refresh[j] = 0;
     }
 
     /// The logit ½(G_i[v] − G_i[c_i]) of chain j (−∞ for v = c_i).
@@ -251,40 +250,24 @@ impl GwgPottsChains {
         self.undo(j, m / self.k, a);
         ratio
     }
-}
-
-impl Chains for GwgPottsChains {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.c
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    /// Per chain: one draw from the tree, the move applied in place, the reverse move's
-    /// probability from the updated tree, one MH uniform; a rejection moves the site back.
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        for j in 0..self.n {
-            let m = self.tree.draw(j, rngs[j].random::<f64>());
-            let a = self.c[j * self.d + m / self.k] as usize;
-            let (df, ratio) = self.propose(j, m);
-            let (accepted, accept_prob) = mh_accept(ratio, &mut rngs[j]);
-            if accepted {
-                self.f[j] += df;
-            } else {
-                self.undo(j, m / self.k, a);
-            }
-            self.since_refresh[j] += 1;
-            if self.since_refresh[j] >= REFRESH {
-                self.rebuild(j);
-            }
-            info[j] = StepInfo::evaluated(accepted, accept_prob, 1);
+    /// One step of chain j: one draw from the tree, the move applied in place, the reverse
+    /// move's probability from the updated tree, one MH uniform; a rejection moves the site
+    /// back. Then the chain's cache is recomputed if due ([`super::REFRESH`]).
+    fn step_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo {
+        let m = self.tree.draw(j, rng.random::<f64>());
+        let a = self.c[j * self.d + m / self.k] as usize;
+        let (df, ratio) = self.propose(j, m);
+        let (accepted, accept_prob) = mh_accept(ratio, rng);
+        if accepted {
+            self.f[j] += df;
+        } else {
+            self.undo(j, m / self.k, a);
         }
-        Ok(())
+        if self.refresh.due(j) {
+            self.rebuild(j);
+        }
+        StepInfo::evaluated(accepted, accept_prob, 1)
     }
 }
+
+super::chains_stepped_one_by_one!(GwgPottsChains, c);

@@ -47,6 +47,69 @@ pub mod vexp;
 use dlp_core::capability::Conditionals;
 use dlp_core::{Batch, Capabilities, EvalError, Space, Target};
 
+/// Steps between exact recomputations of a chain's cached sums (f, local fields, sum trees,
+/// site laws) in the fast paths that update them incrementally: the rounding of the updates
+/// cannot accumulate past this many steps, for one O(d) pass per `REFRESH` steps.
+pub const REFRESH: u32 = 1024;
+
+/// Per-chain step counts toward [`REFRESH`], one per chain of a fast path.
+#[derive(Clone, Debug)]
+pub(crate) struct RefreshClock(Vec<u32>);
+
+impl RefreshClock {
+    /// Counters for `n` chains, at zero.
+    pub(crate) fn new(n: usize) -> Self {
+        RefreshClock(vec![0; n])
+    }
+
+    /// Counts a step of chain j; true on every [`REFRESH`]-th, when the chain's cache is to be
+    /// recomputed from its state (the count restarts).
+    #[inline]
+    pub(crate) fn due(&mut self, j: usize) -> bool {
+        self.0[j] += 1;
+        let due = self.0[j] >= REFRESH;
+        if due {
+            self.0[j] = 0;
+        }
+        due
+    }
+}
+
+/// The [`dlp_core::Chains`] impl of a fast path whose chains step one at a time, each on its
+/// own stream: `$t` has `n` chains, positions in field `$x` (n × d), the cached f in `f`, and
+/// `fn step_chain(&mut self, j: usize, rng: &mut ChainRng) -> StepInfo`, which steps chain j
+/// (and refreshes its cache when due).
+macro_rules! chains_stepped_one_by_one {
+    ($t:ty, $x:ident) => {
+        impl dlp_core::Chains for $t {
+            fn n_chains(&self) -> usize {
+                self.n
+            }
+
+            fn positions(&self) -> &[u32] {
+                &self.$x
+            }
+
+            fn log_densities(&self) -> Option<&[f64]> {
+                Some(&self.f)
+            }
+
+            fn try_step(
+                &mut self,
+                rngs: &mut [dlp_core::ChainRng],
+                info: &mut [dlp_core::StepInfo],
+                _batch: dlp_core::Batch<'_>,
+            ) -> Result<(), dlp_core::EvalError> {
+                for (j, (rng, info)) in rngs.iter_mut().zip(info.iter_mut()).enumerate().take(self.n) {
+                    *info = self.step_chain(j, rng);
+                }
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use chains_stepped_one_by_one;
+
 /// The flip threshold T = ⌊p·2⁶⁴⌋ (saturating at 2⁶⁴ − 1) split for the two-stage test:
 /// flip iff `r16 < hi`, or `r16 == hi` and `r48 < lo`, with r16, r48 uniform 16- and 48-bit
 /// integers; the flip probability is then exactly T/2⁶⁴.

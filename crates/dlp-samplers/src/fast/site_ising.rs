@@ -33,14 +33,14 @@
 //! `StepInfo` is the generic path's: a proposal that moves counts one density and one gradient
 //! evaluation; a proposal that stays is not evaluated and (DMALA) draws no MH uniform. The
 //! cached f of a chain is updated by the flip differences and recomputed from its classes
-//! every [`super::gwg_ising::REFRESH`] steps.
+//! every [`super::REFRESH`] steps.
 
+use super::RefreshClock;
 use super::Threshold;
-use super::gwg_ising::REFRESH;
 use crate::proposal::mh_accept;
 use dlp_core::capability::IsingView;
 use dlp_core::math::{sigmoid, softplus};
-use dlp_core::{Batch, ChainRng, Chains, EvalError, SamplerError, StepInfo, Target};
+use dlp_core::{ChainRng, SamplerError, StepInfo, Target};
 use rand::Rng;
 
 /// Largest degree the class byte holds (2·(degree + 1) ≤ 32 classes per site).
@@ -106,7 +106,7 @@ pub struct SiteIsingChains {
     cls: Vec<u8>,
     t8: Vec<u8>,
     f: Vec<f64>,
-    since_refresh: Vec<u32>,
+    refresh: RefreshClock,
     // Scratch, reused every step.
     rbuf: Vec<u8>,
     flips: Vec<usize>,
@@ -151,7 +151,7 @@ impl SiteIsingChains {
             cls: vec![0; n * d],
             t8: vec![0; n * d],
             f: vec![0.0; n],
-            since_refresh: vec![0; n],
+            refresh: RefreshClock::new(n),
             rbuf: vec![0; d],
             flips: Vec::new(),
             touched: Vec::new(),
@@ -352,32 +352,11 @@ impl SiteIsingChains {
             }
             StepInfo::evaluated(accepted, accept_prob, k)
         };
-        self.since_refresh[j] += 1;
-        if self.since_refresh[j] >= REFRESH {
+        if self.refresh.due(j) {
             self.f[j] = self.f_from_classes(j);
-            self.since_refresh[j] = 0;
         }
         info
     }
 }
 
-impl Chains for SiteIsingChains {
-    fn n_chains(&self) -> usize {
-        self.n
-    }
-
-    fn positions(&self) -> &[u32] {
-        &self.x
-    }
-
-    fn log_densities(&self) -> Option<&[f64]> {
-        Some(&self.f)
-    }
-
-    fn try_step(&mut self, rngs: &mut [ChainRng], info: &mut [StepInfo], _batch: Batch<'_>) -> Result<(), EvalError> {
-        for j in 0..self.n {
-            info[j] = self.step_chain(j, &mut rngs[j]);
-        }
-        Ok(())
-    }
-}
+super::chains_stepped_one_by_one!(SiteIsingChains, x);
