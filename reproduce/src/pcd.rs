@@ -18,9 +18,10 @@ pub struct Problem<'a> {
     pub j_true: &'a [f64],
     /// PCD settings; `k` is replaced per run.
     pub base: PcdConfig,
-    /// What determines the data and the shared settings (with the seed), for the runs' cells:
-    /// `--resume` reads a finished (sampler, K) run back only when this matches.
-    pub identity: Value,
+    /// What determines the data besides the seed (its generator's settings), for the runs'
+    /// cells: `--resume` reads a finished (sampler, K) run back only when this, the PCD
+    /// settings, the seed and the sampler match.
+    pub data_identity: Value,
 }
 
 /// One learning run: the sampler, its steps per iteration K and the records.
@@ -50,11 +51,8 @@ pub fn learn(run: &Run, problem: &Problem<'_>, spec: &SamplerSpec, k: usize, run
     }
     let sampler = spec.build()?;
     let cfg = PcdConfig { k, ..problem.base.clone() };
-    let mut identity = problem.identity.clone();
-    identity["seed"] = run.seed().into();
-    identity["sampler"] = spec.name.clone().into();
-    identity["step_size"] = spec.step_size.into();
-    identity["k"] = k.into();
+    let identity = serde_json::json!({"data": problem.data_identity, "pcd": cfg, "seed": run.seed(),
+                                      "sampler": spec.name, "step_size": spec.step_size});
     let key = format!("{}_{}_k{k}", spec.name, spec.step_size.map_or("default".into(), |a| a.to_string()));
     let records = run.cell(&key, &identity, || {
         let bar = run.progress(cfg.iters as u64, &format!("{} K={k}", spec.name));

@@ -161,7 +161,7 @@ pub fn lattice_gibbs_data(l: usize, sigma: f64, n: usize, steps: usize, seed: u6
 }
 
 /// PCD settings (defaults: §3.4).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct PcdConfig {
     /// Iterations (10,000).
     pub iters: usize,

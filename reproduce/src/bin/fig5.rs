@@ -29,8 +29,6 @@ const DEFAULT_ITERS: usize = 500;
 const DEFAULT_LATTICE: usize = 10;
 const DEFAULT_K: usize = 100;
 const DEFAULT_KS: &str = "5,10,25,50,100";
-/// Standard deviation of the initial couplings.
-const INIT_STD: f64 = 0.01;
 
 /// Fig. 5: PCD learning of a lattice Ising model's couplings.
 #[derive(Parser, Debug)]
@@ -142,10 +140,9 @@ fn run(args: Args) -> Result<()> {
             / n_data as f64;
     println!("data generated in {data_seconds:.1}s (mean |magnetisation| {mag:.3})");
 
-    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: INIT_STD, record_every };
-    let identity = json!({"lattice": l, "sigma": args.sigma, "data_samples": n_data, "data_steps": data_steps,
-        "iters": iters, "batch": batch, "buffer": buffer, "lr": args.lr, "l1": args.l1, "init_std": INIT_STD, "record_every": record_every});
-    let problem = Problem { data: &data, d, j_true: &j_true, base, identity };
+    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: 0.01, record_every };
+    let data_identity = json!({"lattice": l, "sigma": args.sigma, "data_samples": n_data, "data_steps": data_steps});
+    let problem = Problem { data: &data, d, j_true: &j_true, base, data_identity };
     let mut runs = Vec::new();
     for s in &samplers {
         learn(&run, &problem, s, k, &mut runs)?;
