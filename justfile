@@ -88,8 +88,14 @@ test:
 # here, instead of maturin's silent `repair`), fails if it needs a library outside the policy;
 # then scripts/audit_wheel.py checks the tags (cp39-abi3, manylinux) and the wheel against
 # PyPI's `auditwheel show`, failing on a wheel tagged for a glibc older than it needs. `--strip`
-# drops debug symbols. Extra arguments go to `maturin build` (e.g. `--profile dev`, as `just
-# test-python` builds it). maturin and auditwheel come from PyPI.
+# drops debug symbols. The release wheel (the default; what is shipped) is linked by zig
+# (`maturin --zig`, zig from PyPI's `ziglang`) against glibc 2.17's symbols and tagged
+# manylinux2014, so that it installs on any x86-64 Linux from 2014 on (CentOS 7, Ubuntu 14.04,
+# Debian 8), not only on systems as new as the build machine (linked natively here it would
+# need glibc 2.35); `--compatibility TAG` picks another policy and links natively. The dev
+# profile (`--profile dev`, what `just test-python` builds on top of `just test`'s build) links
+# natively: zig's target directory would rebuild every dependency. Extra arguments go to
+# `maturin build`. maturin, auditwheel and ziglang come from PyPI.
 # Build the Python package's wheel (dlp-mcmc) into dist/ with maturin, in release, and audit it
 wheel *args:
     #!/usr/bin/env bash
@@ -99,6 +105,14 @@ wheel *args:
     [[ " $* " == *" --profile "* ]] || defaults+=(--release)
     [[ " $* " == *" --out "* ]] || defaults+=(--out dist)
     [[ " $* " == *" --auditwheel "* ]] || defaults+=(--auditwheel check)
+    if [[ " $* " != *" --profile dev "* && " $* " != *" --compatibility "* ]]; then
+        # ziglang is installed on first use only: CI's dev-profile wheel does not need it. The
+        # package ships the zig binary; maturin looks for `zig` on PATH.
+        "$tools/bin/python" -c 'import ziglang' 2>/dev/null ||
+            "$tools/bin/python" -m pip install --quiet "ziglang==0.17.1" >&2
+        export PATH="$("$tools/bin/python" -c 'import ziglang, os; print(os.path.dirname(ziglang.__file__))'):$PATH"
+        defaults+=(--zig --compatibility manylinux2014)
+    fi
     out=dist
     args=("$@")
     for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[i]}" != --out ] || out=${args[i + 1]}; done
