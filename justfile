@@ -289,6 +289,12 @@ build-cuda:
     CARGO_TARGET_DIR=target/cuda cargo build --release -p dlp-cli --features cuda
     echo "built target/cuda/release/dlp (cuda feature, sm_${CUDA_COMPUTE_CAP})"
 
+# The samplers' exact tests and the Python package on 64-bit ARM, emulated by qemu-user
+# (about 30 minutes on 2 cores; not in CI): scripts/aarch64_check.sh says what runs.
+# Run the samplers' tests and the Python tests on aarch64 under qemu (`--python-only`)
+test-aarch64 *args:
+    bash scripts/aarch64_check.sh {{args}}
+
 # `just gpu-bundle`: the cuda-feature `dlp` and dlp-device's tests/cuda.rs, stripped and gzipped
 # into target/gpu-bundle/ (≈ 25 MB; the device tool's carry limit is 64 MiB). On a lent GPU
 # machine, one call: `bash scripts/gpu_check.sh [--quick]` with carry ["target/gpu-bundle"]
