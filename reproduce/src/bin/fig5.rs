@@ -140,7 +140,7 @@ fn run(args: Args) -> Result<()> {
             / n_data as f64;
     println!("data generated in {data_seconds:.1}s (mean |magnetisation| {mag:.3})");
 
-    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, init_std: 0.01, record_every };
+    let base = PcdConfig { iters, k, batch, buffer, lr: args.lr, l1: args.l1, record_every, ..PcdConfig::default() };
     let data_identity = json!({"lattice": l, "sigma": args.sigma, "data_samples": n_data, "data_steps": data_steps});
     let problem = Problem { data: &data, d, j_true: &j_true, base, data_identity };
     let mut runs = Vec::new();
